@@ -1,0 +1,35 @@
+# Two commands from a fresh clone:
+#   make demo   installs vaultmem into .venv and runs it on a demo vault (./demo-vault)
+#   make test   installs vaultmem with its test dependencies and runs the whole suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+VM := $(VENV)/bin/vaultmem
+DEMO ?= demo-vault
+
+.PHONY: install demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	@test -d $(DEMO) || cp -r fixtures/sample-vault $(DEMO)
+	@echo '$$ vaultmem init $(DEMO)'; $(VM) init $(DEMO)
+	@echo; echo '$$ vaultmem save "Use JWT tokens for authentication in all new APIs" --tag auth --source chat'
+	@$(VM) save "Use JWT tokens for authentication in all new APIs" --tag auth --source chat --vault $(DEMO)
+	@echo; echo '$$ vaultmem search "authentication" --top-k 5'; $(VM) search "authentication" --top-k 5 --vault $(DEMO)
+	@echo; echo '$$ vaultmem stats'; $(VM) stats --vault $(DEMO)
+	@echo; echo "Open $(DEMO)/ in Obsidian to see the notes; try: $(VM) --help"
+
+test: install
+	$(PY) -m pytest
+
+bench: install
+	$(PY) bench/bench_core.py --sizes 1000,10000
+
+clean:
+	rm -rf $(VENV) $(DEMO) build dist src/*.egg-info

@@ -1,0 +1,334 @@
+"""The `vaultmem` command: parses options, calls `MemoryStore`, formats the result.
+
+No logic lives here. Heavy libraries (spaCy, the MCP SDK, watchdog) are imported inside
+the commands that need them so `vaultmem --help` and `vaultmem search` start fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any, Callable, Iterable, Iterator
+
+import click
+
+from vaultmem import __version__
+from vaultmem.errors import VaultmemError
+
+
+def _store(vault: str | None) -> Any:
+    from vaultmem.config import load_settings, resolve_vault
+    from vaultmem.store import MemoryStore
+    from vaultmem.timeutil import env_clock
+
+    root = resolve_vault(vault)
+    return MemoryStore(root, settings=load_settings(root), clock=env_clock())
+
+
+def vault_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--vault", "vault", type=click.Path(file_okay=False), envvar="VAULTMEM_VAULT",
+        help="Vault folder (default: $VAULTMEM_VAULT, else ~/Documents/vaultmem).",
+    )(fn)
+
+
+def output_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(fn)
+    return fn
+
+
+def quiet_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--quiet", "-q", is_flag=True, help="No progress bar or warnings.")(fn)
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Library errors become one-line `Error: ...` messages with exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except VaultmemError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def progress_for(quiet: bool) -> Callable[[Iterable[str], int], Iterator[str]] | None:
+    """A progress bar on an interactive terminal; nothing when piped or --quiet."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def run(items: Iterable[str], length: int) -> Iterator[str]:
+        with click.progressbar(items, length=length, label="Indexing notes", file=sys.stderr) as bar:
+            yield from bar
+
+    return run
+
+
+def warn_malformed(store: Any, quiet: bool) -> None:
+    """Tell the person once, on the sync that found them, which notes could not be read."""
+    report = store.last_sync
+    if quiet or report is None or not report.malformed:
+        return
+    for path, reason in report.malformed[:10]:
+        click.echo(f"warning: skipped malformed note {path}: {reason}", err=True)
+    if len(report.malformed) > 10:
+        click.echo(f"warning: ... and {len(report.malformed) - 10} more (see `vaultmem index status`)", err=True)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="vaultmem")
+def cli() -> None:
+    """Memory for AI assistants, kept as notes in your Obsidian vault.
+
+    \b
+    Quick start:
+      vaultmem init ~/Documents/vaultmem
+      vaultmem save "Use JWT tokens for authentication in all new APIs" --tag auth
+      vaultmem search "authentication"
+    """
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path(file_okay=False))
+@vault_option
+@output_options
+@handle_errors
+def init(path: str | None, vault: str | None, as_json: bool) -> None:
+    """Create the vault layout (memory/stm, memory/ltm, ...). Safe to run again.
+
+    \b
+    Example:
+      vaultmem init ~/Documents/vaultmem
+    """
+    store = _store(path or vault)
+    result = store.init()
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for item in result["created"]:
+        click.echo(f"  created {item}")
+
+
+@cli.command()
+@click.argument("content")
+@click.option("--tag", "-t", "tags", multiple=True, help="Tag (repeatable).")
+@click.option("--entity", "-e", "entities", multiple=True, help="Named entity (repeatable).")
+@click.option("--source", help="Where the memory came from, e.g. chat.")
+@click.option("--context", help="What was going on when it was saved.")
+@click.option("--strength", type=click.FloatRange(1.0, 2.0), help="Importance 1.0-2.0 (default 1.0).")
+@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Extra property (repeatable).")
+@vault_option
+@output_options
+@handle_errors
+def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source: str | None,
+         context: str | None, strength: float | None, meta: tuple[str, ...], vault: str | None,
+         as_json: bool) -> None:
+    """Save a memory as a new note in memory/stm/ and print its id.
+
+    \b
+    Example:
+      vaultmem save "Use JWT tokens for authentication in all new APIs" --tag auth --source chat
+    """
+    from vaultmem.store import parse_meta
+
+    store = _store(vault)
+    result = store.save(content, tags=tags, entities=list(entities) or None, source=source,
+                        context=context, strength=strength, meta=parse_meta(meta))
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result["memory_id"])
+
+
+@cli.command()
+@click.argument("query", required=False, default="")
+@click.option("--top-k", type=click.IntRange(1, 100), default=10, show_default=True, help="Results to return.")
+@click.option("--tag", "-t", "tags", multiple=True, help="Only memories with this tag (repeatable: any of them).")
+@click.option("--window-days", type=click.FloatRange(min=0, min_open=True), help="Only memories used in the last N days.")
+@click.option("--min-score", type=click.FloatRange(min=0), help="Minimum decay score.")
+@click.option("--status", type=click.Choice(["active", "promoted", "archived", "all"]),
+              help="Lifecycle filter (default: active and promoted).")
+@vault_option
+@output_options
+@quiet_option
+@handle_errors
+def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | None,
+           min_score: float | None, status: str | None, vault: str | None, as_json: bool,
+           quiet: bool) -> None:
+    """Search memories: BM25F relevance blended with the decay score.
+
+    Words are OR-ed (more matching words rank higher); use "quotes" for a phrase,
+    AND/OR/NOT and parentheses for structure. With no query, lists memories by score.
+
+    \b
+    Example:
+      vaultmem search "authentication" --top-k 5 --tag auth
+    """
+    store = _store(vault)
+    result = store.search(query, tags=tags, top_k=top_k, window_days=window_days,
+                          min_score=min_score, status=status)
+    warn_malformed(store, quiet or as_json)
+    if as_json:
+        emit_json(result)
+        return
+    if not result["results"]:
+        click.echo("No memories found.")
+        return
+    for n, item in enumerate(result["results"], 1):
+        first_line = item["content"].splitlines()[0] if item["content"] else ""
+        if len(first_line) > 100:
+            first_line = first_line[:99] + "…"
+        click.echo(f"{n:>2}. [{item['score']:.2f}] {first_line}")
+        tags_text = ", ".join(item["tags"]) or "-"
+        click.echo(f"    {item['id'][:8]} · {item['status']} · tags: {tags_text} · "
+                   f"used {item['use_count']}× · {item['age_days']:g} days old · {item['path']}")
+
+
+@cli.command(name="open")
+@click.argument("refs", nargs=-1, required=True)
+@vault_option
+@output_options
+@handle_errors
+def open_(refs: tuple[str, ...], vault: str | None, as_json: bool) -> None:
+    """Show memories by id, 8-char short id or file name.
+
+    \b
+    Example:
+      vaultmem open 7f3c2a1e
+      vaultmem open use-jwt-tokens-for-authentication-in-all-7f3c2a1e
+    """
+    store = _store(vault)
+    result = store.open(list(refs))
+    if as_json:
+        emit_json(result)
+    else:
+        for i, memory in enumerate(result["memories"]):
+            if i:
+                click.echo("")
+            click.echo(f"{memory['id']}  ({memory['path']})")
+            click.echo(f"status: {memory['status']} · score {memory['score']:.4f} · used {memory['use_count']}× · "
+                       f"strength {memory['strength']:g} · created {memory['created_at']} · last used {memory['last_used']}")
+            if memory["tags"]:
+                click.echo("tags: " + ", ".join(memory["tags"]))
+            if memory["entities"]:
+                click.echo("entities: " + ", ".join(memory["entities"]))
+            click.echo("")
+            click.echo(memory["content"])
+    if result["not_found"]:
+        raise click.ClickException(f"no memory matches {', '.join(map(repr, result['not_found']))}; "
+                                   "check the id with `vaultmem search`")
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--boost-strength", is_flag=True, help="Also raise strength by 0.1 (max 2.0).")
+@vault_option
+@output_options
+@handle_errors
+def touch(ref: str, boost_strength: bool, vault: str | None, as_json: bool) -> None:
+    """Reinforce a memory: use_count + 1 and last_used = now.
+
+    \b
+    Example:
+      vaultmem touch 7f3c2a1e --boost-strength
+    """
+    result = _store(vault).touch(ref, boost_strength=boost_strength)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(f"{result['memory_id']}: score {result['old_score']:.4f} -> {result['new_score']:.4f} "
+                   f"(used {result['use_count']}×, strength {result['strength']:g})")
+
+
+@cli.command()
+@vault_option
+@output_options
+@handle_errors
+def stats(vault: str | None, as_json: bool) -> None:
+    """Counts by status, average score and use, index size.
+
+    \b
+    Example:
+      vaultmem stats --json
+    """
+    result = _store(vault).stats()
+    if as_json:
+        emit_json(result)
+        return
+    by_status = result["by_status"]
+    click.echo(f"vault:            {result['vault']}")
+    click.echo(f"memories:         {result['total_memories']} (active {by_status['active']}, "
+               f"promoted {by_status['promoted']}, archived {by_status['archived']})")
+    click.echo(f"your notes:       {result['vault_notes']}")
+    click.echo(f"malformed notes:  {result['malformed_notes']}")
+    click.echo(f"average score:    {result['avg_score']:.4f} ({result['decay_model']})")
+    click.echo(f"average use:      {result['avg_use_count']:g}")
+    click.echo(f"below forget threshold: {result['below_forget_threshold']}")
+    click.echo(f"index size:       {result['index_bytes'] / 1024:.0f} KiB")
+
+
+@cli.group()
+def index() -> None:
+    """Look after the derived search index in .vaultmem/index/."""
+
+
+@index.command(name="rebuild")
+@vault_option
+@output_options
+@quiet_option
+@handle_errors
+def index_rebuild(vault: str | None, as_json: bool, quiet: bool) -> None:
+    """Rebuild the index from the notes alone (a progress bar on a terminal).
+
+    \b
+    Example:
+      vaultmem index rebuild
+    """
+    result = _store(vault).rebuild_index(progress_for(quiet or as_json))
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    if not quiet:
+        for item in result["malformed"]:
+            click.echo(f"  malformed: {item['path']}: {item['reason']}")
+
+
+@index.command(name="status")
+@vault_option
+@output_options
+@handle_errors
+def index_status(vault: str | None, as_json: bool) -> None:
+    """Notes on disk vs indexed: stale entries and malformed notes. Exits 1 when not clean.
+
+    \b
+    Example:
+      vaultmem index status
+    """
+    result = _store(vault).index_status()
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(f"notes on disk: {result['notes_on_disk']}")
+        click.echo(f"indexed:       {result['indexed']}")
+        for label, key in (("changed since indexed", "stale"), ("not indexed yet", "missing_from_index"),
+                           ("deleted from disk", "deleted_from_disk")):
+            for path in result[key]:
+                click.echo(f"{label}: {path}")
+        for item in result["malformed"]:
+            click.echo(f"malformed: {item['path']}: {item['reason']}")
+        click.echo(result["message"])
+    if not result["clean"]:
+        sys.exit(1)
+
+
+def main() -> None:
+    cli()

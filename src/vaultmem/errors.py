@@ -1,0 +1,40 @@
+"""Exceptions raised by the library. Adapters (CLI, MCP) turn them into messages."""
+
+from __future__ import annotations
+
+
+class VaultmemError(Exception):
+    """Base class: the message is one line that names the problem and the fix."""
+
+
+class InvalidInput(VaultmemError):
+    """A parameter is out of range or malformed."""
+
+
+class NotFound(VaultmemError):
+    """No memory matches the given id, short id or file name."""
+
+
+class Ambiguous(VaultmemError):
+    """A short id or file name matches more than one memory."""
+
+
+class MalformedNote(VaultmemError):
+    """A note on disk cannot be parsed; it is reported and left untouched."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class QuerySyntaxError(VaultmemError):
+    """A search query cannot be parsed."""
+
+
+class ConfigError(VaultmemError):
+    """A setting in the config file or environment is invalid."""
+
+
+class ConflictError(VaultmemError):
+    """A concurrent change won a race (e.g. a block version check)."""

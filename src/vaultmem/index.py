@@ -1,0 +1,503 @@
+"""The derived index under `.vaultmem/index/`: a Whoosh full-text index and a SQLite catalog.
+
+Both are caches of the notes. Whoosh answers "which notes match these words, how well"
+(BM25F over title, content, tags, entities); the catalog holds each note's properties, its
+file fingerprint (mtime, size) and parse errors, so freshness checks, decay scoring, gc and
+promotion never re-read the files. `sync` brings both up to date from the files; a full
+rebuild builds a fresh index beside the old one and swaps it in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import os
+import shutil
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from vaultmem import note as notes
+from vaultmem.errors import MalformedNote, QuerySyntaxError
+from vaultmem.timeutil import UTC, format_time
+from vaultmem.vault import Vault
+
+SCHEMA_VERSION = 1
+ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
+SEARCH_FIELDS = ("title", "content", "tags", "entities")
+NOTE_PREVIEW_CHARS = 4000
+
+_COLUMNS = (
+    "path", "mtime_ns", "size", "kind", "id", "status", "title", "content", "created",
+    "last_used", "use_count", "strength", "memory_type", "pinned", "tags", "entities",
+    "source", "context", "agent", "props", "error",
+)
+
+
+@dataclasses.dataclass
+class Record:
+    """What the index knows of one file; `error` is set for a malformed note."""
+
+    path: str
+    mtime_ns: int
+    size: int
+    kind: str  # memory | note | block | session | review | malformed
+    id: str | None = None
+    status: str | None = None
+    title: str = ""
+    content: str = ""
+    created: float | None = None
+    last_used: float | None = None
+    use_count: int = 0
+    strength: float = 1.0
+    memory_type: str | None = None
+    pinned: bool = False
+    tags: list[str] = dataclasses.field(default_factory=list)
+    entities: list[str] = dataclasses.field(default_factory=list)
+    source: str | None = None
+    context: str | None = None
+    agent: str | None = None
+    props: dict[str, Any] = dataclasses.field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def created_dt(self) -> dt.datetime | None:
+        return None if self.created is None else dt.datetime.fromtimestamp(self.created, UTC)
+
+    @property
+    def last_used_dt(self) -> dt.datetime | None:
+        return None if self.last_used is None else dt.datetime.fromtimestamp(self.last_used, UTC)
+
+    def row(self) -> tuple[Any, ...]:
+        values = dataclasses.asdict(self)
+        values["tags"] = json.dumps(self.tags, ensure_ascii=False)
+        values["entities"] = json.dumps(self.entities, ensure_ascii=False)
+        values["props"] = json.dumps(self.props, ensure_ascii=False, default=_json_default)
+        values["pinned"] = int(self.pinned)
+        return tuple(values[c] for c in _COLUMNS)
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> "Record":
+        values = dict(zip(_COLUMNS, row))
+        values["tags"] = json.loads(values["tags"] or "[]")
+        values["entities"] = json.loads(values["entities"] or "[]")
+        values["props"] = json.loads(values["props"] or "{}")
+        values["pinned"] = bool(values["pinned"])
+        return cls(**values)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    return str(value)
+
+
+@dataclasses.dataclass
+class SyncReport:
+    """What one sync changed."""
+
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    malformed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    rebuilt: bool = False
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.removed
+
+
+def read_record(vault: Vault, rel: str, fingerprint: tuple[int, int]) -> Record:
+    """Parse one file into a Record; a broken note becomes a `malformed` record."""
+    mtime_ns, size = fingerprint
+    base = Record(path=rel, mtime_ns=mtime_ns, size=size, kind="malformed")
+    if size > vault.settings.max_note_bytes:
+        base.error = f"file is {size:,} bytes, over max_note_bytes ({vault.settings.max_note_bytes:,}); skipped"
+        return base
+    try:
+        raw = (vault.root / rel).read_bytes()
+    except OSError as exc:
+        base.error = f"cannot read file: {exc.strerror or exc}"
+        return base
+    if b"\x00" in raw[:8192]:
+        base.error = "file contains NUL bytes (binary?); not a markdown note"
+        return base
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        base.error = f"not valid UTF-8 (byte {exc.start}); re-save the note as UTF-8"
+        return base
+    try:
+        return record_from_text(vault, rel, text, fingerprint)
+    except MalformedNote as exc:
+        base.error = exc.reason
+        return base
+
+
+def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, int]) -> Record:
+    """Build the Record of a note's text. Raises MalformedNote."""
+    split = notes.split_note(text)
+    props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
+    stem = rel.rsplit("/", 1)[-1][:-3]
+    folder_status = vault.status_of(rel)
+    kind = _kind_of(vault, rel, props)
+    rec = Record(path=rel, mtime_ns=fingerprint[0], size=fingerprint[1], kind=kind, title=stem)
+    if kind == "note":
+        rec.content = split.body[:NOTE_PREVIEW_CHARS] if len(split.body) > NOTE_PREVIEW_CHARS else split.body
+        rec.tags = [notes.normalise_tag(t) for t in notes.as_list(props.get("tags"))]
+        rec.props = {k: v for k, v in props.items() if k != "tags"}
+        rec._full_text = split.body  # type: ignore[attr-defined]
+        return rec
+    if "id" not in props or props.get("id") in (None, ""):
+        # A note a person dropped into a memory folder: a stable id from its file name.
+        props = dict(props, id=str(uuid.uuid5(ID_NAMESPACE, stem.lower())))
+    default_time = dt.datetime.fromtimestamp(fingerprint[0] / 1e9, UTC).replace(microsecond=0)
+    memory = notes.memory_from_properties(props, split.body, rel, default_time)
+    rec.id = memory.id
+    rec.status = folder_status or memory.status
+    rec.content = memory.content
+    rec.created = memory.created.timestamp()
+    rec.last_used = memory.last_used.timestamp()
+    rec.use_count = memory.use_count
+    rec.strength = memory.strength
+    rec.memory_type = memory.memory_type
+    rec.pinned = props.get("pinned") is True
+    rec.tags = memory.tags
+    rec.entities = memory.entities
+    rec.source = memory.source
+    rec.context = memory.context
+    rec.agent = memory.agent
+    rec.props = memory.meta
+    return rec
+
+
+def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
+    s = vault.settings
+    for kind, folder in (("block", s.blocks_dir), ("session", s.sessions_dir), ("review", s.reviews_dir)):
+        if rel.startswith(folder.strip("/") + "/"):
+            return kind
+    if vault.status_of(rel) is not None or props.get("id") not in (None, ""):
+        return "memory"
+    return "note"
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _analyzer() -> Any:
+    from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, StopFilter
+
+    return RegexTokenizer(r"\w+(?:['’]\w+)*") | LowercaseFilter() | StopFilter(minsize=1) | StemFilter(cachesize=50000)
+
+
+def _schema() -> Any:
+    from whoosh.fields import ID, KEYWORD, NUMERIC, TEXT, Schema
+
+    analyzer = _analyzer()
+    return Schema(
+        path=ID(stored=True, unique=True),
+        id=ID(stored=True),
+        kind=ID,
+        status=ID,
+        title=TEXT(analyzer=analyzer, field_boost=1.5),
+        content=TEXT(analyzer=analyzer),
+        tags=KEYWORD(lowercase=True, commas=True, scorable=True, field_boost=1.5),
+        entities=TEXT(analyzer=analyzer, field_boost=1.3),
+        last_used=NUMERIC(int, bits=64, signed=True),
+    )
+
+
+def _document(rec: Record) -> dict[str, Any]:
+    text = getattr(rec, "_full_text", rec.content)
+    return {
+        "path": rec.path,
+        "id": rec.id or "",
+        "kind": rec.kind,
+        "status": rec.status or "",
+        "title": rec.title.replace("-", " "),
+        "content": text,
+        "tags": ",".join(rec.tags),
+        "entities": " ".join(rec.entities),
+        "last_used": int(rec.last_used or 0),
+    }
+
+
+class Index:
+    """Whoosh + SQLite under `.vaultmem/index/`, kept in step with the vault's files."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.dir = vault.index_dir
+        self._db: sqlite3.Connection | None = None
+        self._ix: Any = None
+        self._opened_ino: int | None = None
+
+    # -- opening ----------------------------------------------------------------------------
+    def _current_ino(self) -> int | None:
+        try:
+            return os.stat(self.dir / "catalog.sqlite").st_ino
+        except FileNotFoundError:
+            return None
+
+    def _ready(self) -> bool:
+        return (self.dir / "catalog.sqlite").exists() and (self.dir / "whoosh").is_dir()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        ino = self._current_ino()
+        if self._db is not None and ino != self._opened_ino:
+            self.close()  # another process rebuilt the index: follow it
+        if self._db is None:
+            self._db = _connect(self.dir / "catalog.sqlite")
+            self._opened_ino = ino if ino is not None else self._current_ino()
+        return self._db
+
+    @property
+    def ix(self) -> Any:
+        if self._ix is None or self._current_ino() != self._opened_ino:
+            from whoosh import index as windex
+
+            self.db  # noqa: B018 - follow a rebuild before opening Whoosh
+            self._ix = windex.open_dir(str(self.dir / "whoosh"))
+        return self._ix
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+        self._db = None
+        self._ix = None
+        self._opened_ino = None
+
+    # -- sync -----------------------------------------------------------------------------
+    def fingerprints(self) -> dict[str, tuple[int, int]]:
+        return {p: (m, s) for p, m, s in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
+
+    def diff(self, on_disk: dict[str, tuple[int, int]]) -> tuple[list[str], list[str], list[str]]:
+        """(new paths, changed paths, removed paths) between the disk and the catalog."""
+        known = self.fingerprints()
+        new = [p for p in on_disk if p not in known]
+        changed = [p for p, fp in on_disk.items() if p in known and known[p] != fp]
+        removed = [p for p in known if p not in on_disk]
+        return new, changed, removed
+
+    def sync(self, progress: Callable[[Iterable[str], int], Iterator[str]] | None = None) -> SyncReport:
+        """Bring the index up to date with the files (incremental; rebuilds when missing)."""
+        if not self._ready():
+            return self.rebuild(progress)
+        try:
+            on_disk = self.vault.scan()
+            new, changed, removed = self.diff(on_disk)
+        except sqlite3.DatabaseError:
+            return self.rebuild(progress)
+        if not (new or changed or removed):
+            return SyncReport(unchanged=len(on_disk))
+        with self.vault.lock():
+            on_disk = self.vault.scan()
+            new, changed, removed = self.diff(on_disk)  # another process may have synced
+            report = SyncReport(unchanged=len(on_disk) - len(new) - len(changed))
+            try:
+                self._apply(on_disk, new + changed, removed, report, progress)
+            except Exception as exc:  # a corrupt index: start again from the notes
+                if not _is_index_corruption(exc):
+                    raise
+                self.close()
+                return self._rebuild_locked(progress)
+            report.added, report.updated, report.removed = len(new), len(changed), len(removed)
+        return report
+
+    def refresh(self, paths: Iterable[str], removed: Iterable[str] = ()) -> SyncReport:
+        """Re-index specific files right after vaultmem wrote, moved or removed them."""
+        if not self._ready():
+            return self.sync()
+        with self.vault.lock():
+            fingerprints: dict[str, tuple[int, int]] = {}
+            gone = list(removed)
+            for rel in paths:
+                try:
+                    st = os.stat(self.vault.root / rel)
+                    fingerprints[rel] = (st.st_mtime_ns, st.st_size)
+                except FileNotFoundError:
+                    gone.append(rel)
+            report = SyncReport()
+            self._apply(fingerprints, list(fingerprints), gone, report, None)
+            report.updated = len(fingerprints)
+            report.removed = len(gone)
+        return report
+
+    def _apply(self, on_disk: dict[str, tuple[int, int]], paths: list[str], removed: list[str],
+               report: SyncReport, progress: Any) -> None:
+        from whoosh.writing import IndexWriter  # noqa: F401  (import cost paid only on writes)
+
+        records = []
+        iterator = progress(paths, len(paths)) if progress and paths else paths
+        for rel in iterator:
+            rec = read_record(self.vault, rel, on_disk[rel])
+            records.append(rec)
+            if rec.error:
+                report.malformed.append((rel, rec.error))
+        writer = self.ix.writer(limitmb=128)
+        try:
+            for rel in removed:
+                writer.delete_by_term("path", rel)
+            for rec in records:
+                if rec.kind == "malformed":
+                    writer.delete_by_term("path", rec.path)
+                else:
+                    writer.update_document(**_document(rec))
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit()
+        db = self.db
+        with db:
+            db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
+            db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})",
+                           [r.row() for r in records])
+
+    def rebuild(self, progress: Any = None) -> SyncReport:
+        """Recreate the whole index from the notes alone."""
+        with self.vault.lock():
+            return self._rebuild_locked(progress)
+
+    def _rebuild_locked(self, progress: Any) -> SyncReport:
+        from whoosh import index as windex
+
+        self.vault.state_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir.with_name("index.building")
+        old = self.dir.with_name("index.old")
+        for leftover in (tmp, old):
+            shutil.rmtree(leftover, ignore_errors=True)
+        (tmp / "whoosh").mkdir(parents=True)
+        on_disk = self.vault.scan()
+        report = SyncReport(rebuilt=True)
+        ix = windex.create_in(str(tmp / "whoosh"), _schema())
+        db = _connect(tmp / "catalog.sqlite")
+        writer = ix.writer(limitmb=256)
+        rows = []
+        paths = sorted(on_disk)
+        iterator = progress(paths, len(paths)) if progress and paths else paths
+        for rel in iterator:
+            rec = read_record(self.vault, rel, on_disk[rel])
+            if rec.error:
+                report.malformed.append((rel, rec.error))
+            else:
+                writer.add_document(**_document(rec))
+            rows.append(rec.row())
+        writer.commit()
+        with db:
+            db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
+        db.close()
+        self.close()
+        if self.dir.exists():
+            os.rename(self.dir, old)
+        os.rename(tmp, self.dir)
+        shutil.rmtree(old, ignore_errors=True)
+        report.added = len(rows)
+        return report
+
+    # -- reading ----------------------------------------------------------------------------
+    def get(self, path: str) -> Record | None:
+        row = self.db.execute(f"SELECT {','.join(_COLUMNS)} FROM notes WHERE path = ?", (path,)).fetchone()
+        return Record.from_row(row) if row else None
+
+    def records(self, where: str = "1", params: Sequence[Any] = ()) -> list[Record]:
+        sql = f"SELECT {','.join(_COLUMNS)} FROM notes WHERE {where}"
+        return [Record.from_row(r) for r in self.db.execute(sql, params)]
+
+    def by_paths(self, paths: Sequence[str]) -> dict[str, Record]:
+        found: dict[str, Record] = {}
+        for i in range(0, len(paths), 500):
+            chunk = paths[i:i + 500]
+            found.update((r.path, r) for r in self.records(f"path IN ({','.join('?' * len(chunk))})", chunk))
+        return found
+
+    def count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
+        return self.db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
+
+    def search(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
+               tags: Sequence[str] = (), since: dt.datetime | None = None,
+               limit: int = 100) -> tuple[list[tuple[str, float]], int]:
+        """BM25F matches as (path, relevance), best first, and how many documents matched."""
+        from whoosh import query as Q
+        from whoosh.qparser import MultifieldParser, OrGroup
+
+        _check_syntax(text)
+        ix = self.ix
+        parser = MultifieldParser(list(SEARCH_FIELDS), ix.schema, group=OrGroup.factory(0.9))
+        parsed = parser.parse(text)
+        if parsed is Q.NullQuery:
+            return [], 0
+        filters: list[Any] = [Q.Or([Q.Term("kind", k) for k in kinds])]
+        if statuses:
+            filters.append(Q.Or([Q.Term("status", s) for s in statuses]))
+        if tags:
+            filters.append(Q.Or([Q.Term("tags", t.lower()) for t in tags]))
+        if since is not None:
+            filters.append(Q.NumericRange("last_used", int(since.timestamp()), None))
+        with ix.searcher() as searcher:
+            hits = searcher.search(parsed, limit=limit, filter=Q.And(filters))
+            return [(hit["path"], float(hit.score)) for hit in hits], len(hits)
+
+    def size_bytes(self) -> int:
+        total = 0
+        for folder, _dirs, files in os.walk(self.dir):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    total += os.path.getsize(os.path.join(folder, name))
+        return total
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=60)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER,"
+        " kind TEXT, id TEXT, status TEXT, title TEXT, content TEXT, created REAL, last_used REAL,"
+        " use_count INTEGER, strength REAL, memory_type TEXT, pinned INTEGER, tags TEXT,"
+        " entities TEXT, source TEXT, context TEXT, agent TEXT, props TEXT, error TEXT)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
+    db.execute("CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+    version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if version is None:
+        with db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    elif version[0] != str(SCHEMA_VERSION):
+        db.close()
+        raise sqlite3.DatabaseError(f"index schema {version[0]} != {SCHEMA_VERSION}")
+    return db
+
+
+def _is_index_corruption(exc: BaseException) -> bool:
+    from whoosh.index import IndexError as WhooshIndexError
+
+    return isinstance(exc, (sqlite3.DatabaseError, WhooshIndexError, EOFError, FileNotFoundError))
+
+
+def _check_syntax(text: str) -> None:
+    """Reject what Whoosh would silently misread, with a message saying how to fix it."""
+    if text.count('"') % 2:
+        raise QuerySyntaxError('unbalanced " in query; close the quote or remove it')
+    depth = 0
+    in_quote = False
+    for ch in text:
+        if ch == '"':
+            in_quote = not in_quote
+        elif not in_quote and ch == "(":
+            depth += 1
+        elif not in_quote and ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise QuerySyntaxError("unbalanced ) in query; remove it or add the matching (")
+    if depth:
+        raise QuerySyntaxError("unbalanced ( in query; close it with ) or remove it")
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else format_time(dt.datetime.fromtimestamp(ts, UTC))

@@ -1,0 +1,472 @@
+"""The service layer: every adapter (CLI, watcher, MCP) calls `MemoryStore` and nothing else.
+
+Results are plain dicts with the seeds' keys (`success`, `memory_id`, `message`, ...), so
+the CLI prints them and the MCP bridge returns them unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from vaultmem import decay
+from vaultmem import note as notes
+from vaultmem.config import Settings, load_settings
+from vaultmem.errors import Ambiguous, InvalidInput, MalformedNote, NotFound, VaultmemError
+from vaultmem.index import Index, Record, SyncReport, iso
+from vaultmem.timeutil import Clock, days_between, system_clock
+from vaultmem.vault import Vault
+
+MAX_CONTENT = 50_000
+MAX_TAGS = 50
+MAX_TAG_CHARS = 100
+STATUS_FILTERS = ("active", "promoted", "archived", "all")
+DEFAULT_STATUSES = ("active", "promoted")
+FRESHNESS_MIDPOINT = 0.3
+TEMPLATE_DIR = Path(__file__).parent / "templates"
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_SHORT_ID = re.compile(r"^[0-9a-fA-F]{8}$")
+
+Progress = Callable[[Iterable[str], int], Iterable[str]]
+
+
+def rank_score(relevance: float, decay_score: float, decay_weight: float) -> float:
+    """Blend normalised BM25F relevance (0..1) with the decay score: relevance first.
+
+    rank = relevance * ((1 - w) + w * freshness),  freshness = s / (s + 0.3)
+
+    The decay score only scales relevance by a factor in [1 - w, 1] (w = decay_weight,
+    0.3 by default), so a strong old match keeps at least 70% of its rank and a weak recent
+    memory can never outrank a clearly better match. freshness is 0.5 at score 0.3,
+    0.77 for a fresh memory (score 1.0), 0.14 at the forget threshold (0.05).
+    """
+    freshness = decay_score / (decay_score + FRESHNESS_MIDPOINT) if decay_score > 0 else 0.0
+    return relevance * ((1.0 - decay_weight) + decay_weight * freshness)
+
+
+class MemoryStore:
+    """Memories in one vault: save, search, open, touch, stats, index upkeep."""
+
+    def __init__(self, root: Path | str, settings: Settings | None = None, clock: Clock | None = None) -> None:
+        root = Path(root).expanduser().absolute()
+        self.settings = settings or load_settings(root)
+        self.vault = Vault(root, self.settings)
+        self.index = Index(self.vault)
+        self.clock = clock or system_clock
+        self.last_sync: SyncReport | None = None
+
+    # -- setup and freshness --------------------------------------------------------------
+    def init(self) -> dict[str, Any]:
+        created = self.vault.init()
+        report = self.index.sync()
+        return {
+            "success": True,
+            "vault": str(self.vault.root),
+            "created": created,
+            "indexed": report.added + report.unchanged,
+            "message": (f"Initialised vault at {self.vault.root}" if created
+                        else f"Vault at {self.vault.root} was already initialised"),
+        }
+
+    def sync(self, progress: Progress | None = None) -> SyncReport:
+        """Pick up edits made outside vaultmem (Obsidian, sync clients) before a read."""
+        self.vault.require()
+        self.last_sync = self.index.sync(progress)
+        return self.last_sync
+
+    def close(self) -> None:
+        self.index.close()
+
+    def now(self) -> dt.datetime:
+        return self.clock()
+
+    # -- scoring --------------------------------------------------------------------------
+    def score_of(self, rec: Record, now: dt.datetime | None = None) -> float:
+        now = now or self.now()
+        return decay.score(
+            use_count=rec.use_count, last_used=rec.last_used_dt or now, strength=rec.strength,
+            now=now, settings=self.settings, memory_type=rec.memory_type, pinned=rec.pinned,
+        )
+
+    # -- save -----------------------------------------------------------------------------
+    def save(
+        self,
+        content: str,
+        *,
+        tags: Sequence[str] = (),
+        entities: Sequence[str] | None = None,
+        source: str | None = None,
+        context: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        strength: float | None = None,
+        memory_type: str | None = None,
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Write a new memory note into the short-term folder and index it."""
+        self.vault.require()
+        content = validate_content(content)
+        tags = validate_tags(tags)
+        entities = [e.strip() for e in (entities or []) if e and e.strip()]
+        if strength is not None and not (1.0 <= strength <= 2.0):
+            raise InvalidInput(f"strength must be between 1.0 and 2.0, got {strength}")
+        meta = dict(meta or {})
+        clash = sorted(set(meta) & set(notes.OWNED_KEYS))
+        if clash:
+            raise InvalidInput(f"meta key {clash[0]!r} is a vaultmem property; pass it with its own option")
+        for key, value in meta.items():
+            if not key or not isinstance(key, str) or "\n" in key or ":" in key:
+                raise InvalidInput(f"meta key {key!r} is not a valid property name")
+            if isinstance(value, Mapping):
+                raise InvalidInput(f"meta value for {key!r} must be flat (text, number, list), not a map")
+        now = self.now()
+        memory = notes.Memory(
+            id=str(uuid.uuid4()), content=content, created=now, last_used=now, use_count=0,
+            strength=1.0 if strength is None else round(float(strength), 3), status="active",
+            tags=tags, entities=entities, source=source or None, context=context or None,
+            memory_type=memory_type, agent=agent, meta=meta,
+        )
+        text = notes.render_note(self.template("memory"), memory)
+        folder = self.settings.stm_dir.strip("/")
+        name = f"{notes.slugify(content)}-{memory.short_id}.md"
+        rel = f"{folder}/{name}"
+        self.vault.create_exclusive(self.vault.abs(rel), text)
+        self.index.refresh([rel])
+        return {
+            "success": True,
+            "memory_id": memory.id,
+            "path": rel,
+            "message": f"Memory saved with ID: {memory.id}",
+            "has_embedding": False,
+            "enrichment_applied": False,
+        }
+
+    def template(self, name: str) -> str:
+        """The vault's own template if it has one (`.vaultmem/templates/`), else ours."""
+        for folder in (self.vault.state_dir / "templates", TEMPLATE_DIR):
+            path = folder / f"{name}.md"
+            if path.is_file():
+                return path.read_text(encoding="utf-8")
+        raise VaultmemError(f"template {name}.md is missing from {TEMPLATE_DIR}; reinstall vaultmem")
+
+    # -- lookup -----------------------------------------------------------------------------
+    def resolve(self, ref: str, kinds: Sequence[str] = ("memory",)) -> Record:
+        """A memory by full id, 8-char short id, file name (with or without .md) or path."""
+        ref = (ref or "").strip()
+        if not ref:
+            raise InvalidInput("memory id is empty; pass an id, an 8-char short id or a file name")
+        if "\x00" in ref or len(ref) > 512:
+            raise InvalidInput("memory id is not valid; pass an id, an 8-char short id or a file name")
+        kind_sql = f"kind IN ({','.join('?' * len(kinds))})"
+        if _UUID.match(ref):
+            found = self.index.records(f"{kind_sql} AND id = ?", [*kinds, ref.lower()])
+        elif _SHORT_ID.match(ref):
+            found = self.index.records(f"{kind_sql} AND id LIKE ?", [*kinds, ref.lower() + "%"])
+        else:
+            name = ref[:-3] if ref.lower().endswith(".md") else ref
+            if "/" in name:
+                found = self.index.records(f"{kind_sql} AND path = ?", [*kinds, name + ".md"])
+            else:
+                found = self.index.records(f"{kind_sql} AND lower(title) = ?", [*kinds, name.lower()])
+        if not found:
+            raise NotFound(f"no memory matches {ref!r}; check the id with `vaultmem search`")
+        if len(found) > 1:
+            paths = ", ".join(sorted(r.path for r in found)[:5])
+            raise Ambiguous(f"{ref!r} matches {len(found)} notes ({paths}); use the full id or path")
+        return found[0]
+
+    def memory_dict(self, rec: Record, now: dt.datetime | None = None) -> dict[str, Any]:
+        now = now or self.now()
+        created = rec.created_dt or now
+        result = {
+            "id": rec.id,
+            "content": rec.content,
+            "tags": rec.tags,
+            "entities": rec.entities,
+            "source": rec.source,
+            "context": rec.context,
+            "memory_type": rec.memory_type,
+            "created_at": iso(rec.created),
+            "last_used": iso(rec.last_used),
+            "use_count": rec.use_count,
+            "strength": rec.strength,
+            "status": rec.status,
+            "score": round(self.score_of(rec, now), 4),
+            "age_days": round(days_between(created, now), 2),
+            "path": rec.path,
+        }
+        if rec.props:
+            result["meta"] = rec.props
+        return result
+
+    def open(self, refs: Sequence[str]) -> dict[str, Any]:
+        """Memories by id / short id / file name; unknown ones land in `not_found`."""
+        self.sync()
+        memories, not_found = [], []
+        now = self.now()
+        for ref in refs:
+            try:
+                memories.append(self.memory_dict(self.resolve(ref), now))
+            except NotFound:
+                not_found.append(ref)
+        return {"success": bool(memories) or not refs, "count": len(memories),
+                "memories": memories, "not_found": not_found}
+
+    # -- search -------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        tags: Sequence[str] = (),
+        top_k: int = 10,
+        window_days: float | None = None,
+        min_score: float | None = None,
+        status: str | None = None,
+    ) -> dict[str, Any]:
+        """Every memory that matches, ranked by relevance blended with decay (`rank_score`)."""
+        if not 1 <= top_k <= 100:
+            raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
+        if window_days is not None and window_days <= 0:
+            raise InvalidInput(f"window_days must be a positive number of days, got {window_days}")
+        if min_score is not None and min_score < 0:
+            raise InvalidInput(f"min_score must be 0 or more, got {min_score}")
+        if status is not None and status not in STATUS_FILTERS:
+            raise InvalidInput(f"status must be one of {', '.join(STATUS_FILTERS)}, got {status!r}")
+        tags = validate_tags(tags)
+        self.sync()
+        now = self.now()
+        statuses = None if status == "all" else ((status,) if status else DEFAULT_STATUSES)
+        since = now - dt.timedelta(days=window_days) if window_days else None
+        text = (query or "").strip()
+        if len(text) > 2000:
+            raise InvalidInput(f"query is {len(text)} characters; keep it under 2000")
+        ranked = self._rank(text, statuses, tags, since, min_score, top_k, now)
+        results = []
+        for rec, decay_score, relevance, _rank in ranked[:top_k]:
+            item = self.memory_dict(rec, now)
+            item["score"] = round(decay_score, 4)
+            item["relevance"] = None if relevance is None else round(relevance, 4)
+            item["similarity"] = None
+            results.append(item)
+        return {"success": True, "count": len(results), "results": results}
+
+    def _rank(self, text: str, statuses: Sequence[str] | None, tags: Sequence[str],
+              since: dt.datetime | None, min_score: float | None, top_k: int,
+              now: dt.datetime) -> list[tuple[Record, float, float | None, float]]:
+        weight = self.settings.decay_weight
+        if not text:
+            where, params = "kind = 'memory'", []
+            if statuses:
+                where += f" AND status IN ({','.join('?' * len(statuses))})"
+                params += list(statuses)
+            if since is not None:
+                where += " AND last_used >= ?"
+                params.append(since.timestamp())
+            wanted = {t.lower() for t in tags}
+            ranked = []
+            for rec in self.index.records(where, params):
+                if wanted and not wanted & {t.lower() for t in rec.tags}:
+                    continue
+                s = self.score_of(rec, now)
+                if min_score is None or s >= min_score:
+                    ranked.append((rec, s, None, s))
+            ranked.sort(key=lambda r: (-r[3], r[0].path))
+            return ranked
+        limit = max(self.settings.search_candidates, top_k * 5)
+        while True:
+            hits, total = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
+                                            since=since, limit=limit)
+            if not hits:
+                return []
+            best = hits[0][1] or 1.0
+            records = self.index.by_paths([p for p, _ in hits])
+            ranked = []
+            for path, bm25 in hits:
+                rec = records.get(path)
+                if rec is None:
+                    continue
+                s = self.score_of(rec, now)
+                if min_score is not None and s < min_score:
+                    continue
+                relevance = bm25 / best
+                ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
+            if len(ranked) >= top_k or total <= limit:
+                break
+            limit *= 4  # the score filter dropped too many: widen the candidate set
+        ranked.sort(key=lambda r: (-r[3], r[0].path))
+        return ranked
+
+    # -- reinforcement ----------------------------------------------------------------------
+    def touch(self, ref: str, boost_strength: bool = False) -> dict[str, Any]:
+        """use_count + 1, last_used = now, and optionally strength + 0.1 (max 2.0)."""
+        self.sync()
+        rec = self.resolve(ref)
+        now = self.now()
+        old_score = self.score_of(rec, now)
+
+        def change(current: Record) -> dict[str, Any]:
+            changes: dict[str, Any] = {"use_count": current.use_count + 1, "last_used": now}
+            if boost_strength:
+                changes["strength"] = round(min(2.0, current.strength + 0.1), 3)
+            return changes
+
+        updated = self.modify(rec, change)
+        new_score = self.score_of(updated, now)
+        return {
+            "success": True,
+            "memory_id": updated.id,
+            "old_score": round(old_score, 4),
+            "new_score": round(new_score, 4),
+            "use_count": updated.use_count,
+            "strength": updated.strength,
+            "message": f"Memory reinforced. Score: {old_score:.2f} -> {new_score:.2f}",
+        }
+
+    def modify(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> Record:
+        """Read-modify-write one note under the lock, applying `change` to what is on disk now.
+
+        `change` receives the note as it is at this moment (a person may have edited it
+        since it was indexed) and returns the properties to set; nothing else is touched.
+        """
+        with self.vault.lock():
+            path = self.vault.abs(rec.path)
+            try:
+                text = path.read_text(encoding="utf-8")
+                st = path.stat()
+            except FileNotFoundError:
+                self.index.sync()
+                rec = self.resolve(rec.id or rec.path)
+                path = self.vault.abs(rec.path)
+                text = path.read_text(encoding="utf-8")
+                st = path.stat()
+            from vaultmem.index import record_from_text
+
+            try:
+                current = record_from_text(self.vault, rec.path, text, (st.st_mtime_ns, st.st_size))
+            except MalformedNote as exc:
+                raise MalformedNote(rec.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
+            changes = dict(change(current))
+            split = notes.split_note(text)
+            props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
+            if "id" not in props and current.id:
+                changes = {"id": current.id, **changes}
+            new_text = notes.update_frontmatter(text, changes)
+            if new_text != text:
+                self.vault.write_text(path, new_text)
+            self.index.refresh([rec.path])
+        updated = self.index.get(rec.path)
+        assert updated is not None
+        return updated
+
+    # -- stats and index upkeep ---------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        self.sync()
+        now = self.now()
+        by_status = {s: 0 for s in ("active", "promoted", "archived")}
+        scores, uses = [], []
+        for rec in self.index.records("kind = 'memory'"):
+            by_status[rec.status or "active"] = by_status.get(rec.status or "active", 0) + 1
+            scores.append(self.score_of(rec, now))
+            uses.append(rec.use_count)
+        kinds = dict(self.index.db.execute("SELECT kind, count(*) FROM notes GROUP BY kind").fetchall())
+        return {
+            "success": True,
+            "vault": str(self.vault.root),
+            "total_memories": len(scores),
+            "by_status": by_status,
+            "vault_notes": kinds.get("note", 0),
+            "malformed_notes": kinds.get("malformed", 0),
+            "avg_score": round(sum(scores) / len(scores), 4) if scores else 0.0,
+            "avg_use_count": round(sum(uses) / len(uses), 2) if uses else 0.0,
+            "below_forget_threshold": sum(1 for s in scores if s < self.settings.forget_threshold),
+            "decay_model": self.settings.decay_model,
+            "index_bytes": self.index.size_bytes(),
+        }
+
+    def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
+        self.vault.require()
+        report = self.index.rebuild(progress)
+        indexed = report.added - len(report.malformed)
+        return {
+            "success": True,
+            "indexed": indexed,
+            "malformed": [{"path": p, "reason": r} for p, r in report.malformed],
+            "message": f"Rebuilt the index from {report.added} notes ({len(report.malformed)} malformed)",
+        }
+
+    def index_status(self) -> dict[str, Any]:
+        """Notes on disk vs indexed, without syncing first: what a sync would change."""
+        self.vault.require()
+        on_disk = self.vault.scan()
+        if not (self.vault.index_dir / "catalog.sqlite").exists():
+            return {"success": True, "notes_on_disk": len(on_disk), "indexed": 0, "stale": [],
+                    "missing_from_index": sorted(on_disk), "deleted_from_disk": [], "malformed": [],
+                    "clean": not on_disk, "message": "No index yet; any command builds it"}
+        new, changed, removed = self.index.diff(on_disk)
+        malformed = [{"path": r.path, "reason": r.error} for r in self.index.records("kind = 'malformed'")]
+        indexed = self.index.count("kind != 'malformed'")
+        clean = not (new or changed or removed)
+        return {
+            "success": True,
+            "notes_on_disk": len(on_disk),
+            "indexed": indexed,
+            "stale": sorted(changed),
+            "missing_from_index": sorted(new),
+            "deleted_from_disk": sorted(removed),
+            "malformed": malformed,
+            "clean": clean,
+            "message": "Index is up to date" if clean else
+                       f"{len(new) + len(changed) + len(removed)} notes differ from the index; any command syncs them",
+        }
+
+
+# -- validation shared by every adapter ---------------------------------------------------------
+
+
+def validate_content(content: str) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("content is empty; pass the text to remember")
+    if len(content) > MAX_CONTENT:
+        raise InvalidInput(f"content is {len(content):,} characters; the limit is {MAX_CONTENT:,}")
+    if "\x00" in content:
+        raise InvalidInput("content contains a NUL byte; pass plain text")
+    if content.lstrip().startswith("---"):
+        raise InvalidInput("content starts with ---, which would read as frontmatter; rephrase the first line")
+    return content.strip()
+
+
+def validate_tags(tags: Sequence[str] | None) -> list[str]:
+    result: list[str] = []
+    for raw in tags or ():
+        if not isinstance(raw, str):
+            raise InvalidInput(f"tag {raw!r} is not text")
+        tag = notes.normalise_tag(raw)
+        if not tag:
+            raise InvalidInput("a tag is empty; drop it or give it a name")
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInput(f"tag {tag[:20]!r}... is {len(tag)} characters; the limit is {MAX_TAG_CHARS}")
+        if re.search(r"[,\[\]{}\x00-\x1f]", tag):
+            raise InvalidInput(f"tag {tag!r} contains a comma, bracket or control character; remove it")
+        if tag not in result:
+            result.append(tag)
+    if len(result) > MAX_TAGS:
+        raise InvalidInput(f"{len(result)} tags given; the limit is {MAX_TAGS}")
+    return result
+
+
+def parse_meta(pairs: Iterable[str]) -> dict[str, Any]:
+    """`k=v` pairs from the command line; values are kept as text."""
+    meta: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(f"--meta {pair!r} is not key=value; write it like --meta project=apollo")
+        meta[key.strip()] = value.strip()
+    return meta
+
+
+def as_dict(obj: Any) -> Any:
+    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj

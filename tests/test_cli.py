@@ -1,0 +1,143 @@
+"""The CLI through click's CliRunner: exact output, exact errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import invoke
+from vaultmem.cli import cli
+
+
+def test_save_prints_the_new_id_and_search_finds_it(runner, vault_path):
+    result = invoke(runner, "save", "Use JWT tokens for authentication in all new APIs", "--tag", "auth", "--source", "chat")
+    assert result.exit_code == 0
+    mid = result.output.strip()
+    assert len(mid) == 36
+    assert (vault_path / f"memory/stm/use-jwt-tokens-for-authentication-in-{mid[:8]}.md").is_file()
+    out = invoke(runner, "search", "authentication", "--top-k", "5")
+    assert out.output == (
+        " 1. [1.00] Use JWT tokens for authentication in all new APIs\n"
+        f"    {mid[:8]} · active · tags: auth · used 0× · 0 days old · "
+        f"memory/stm/use-jwt-tokens-for-authentication-in-{mid[:8]}.md\n"
+    )
+
+
+def test_search_json_has_the_seed_keys(runner):
+    mid = invoke(runner, "save", "Deploys go out on Tuesdays", "-t", "ops").output.strip()
+    data = json.loads(invoke(runner, "search", "deploys", "--json").output)
+    assert data["success"] is True and data["count"] == 1
+    assert data["results"][0]["id"] == mid
+    assert data["results"][0]["tags"] == ["ops"]
+
+
+def test_save_json(runner):
+    data = json.loads(invoke(runner, "save", "x marks the spot", "--json").output)
+    assert set(data) == {"success", "memory_id", "path", "message", "has_embedding", "enrichment_applied"}
+
+
+def test_no_results(runner):
+    assert invoke(runner, "search", "nothing").output == "No memories found.\n"
+
+
+def test_touch_prints_old_and_new_score(runner):
+    mid = invoke(runner, "save", "reinforce me").output.strip()
+    out = invoke(runner, "touch", mid[:8], "--boost-strength").output
+    assert out == f"{mid}: score 1.0000 -> 1.6673 (used 1×, strength 1.1)\n"
+
+
+def test_open_shows_the_memory(runner):
+    mid = invoke(runner, "save", "Zoë prefers the café", "-t", "people").output.strip()
+    out = invoke(runner, "open", mid[:8]).output
+    assert out.splitlines()[0] == f"{mid}  (memory/stm/zoë-prefers-the-café-{mid[:8]}.md)"
+    assert out.endswith("tags: people\n\nZoë prefers the café\n")
+
+
+@pytest.mark.parametrize("args, message, code", [
+    (["open", "deadbeef"], "Error: no memory matches 'deadbeef'; check the id with `vaultmem search`\n", 1),
+    (["touch", "deadbeef"], "Error: no memory matches 'deadbeef'; check the id with `vaultmem search`\n", 1),
+    (["search", 'a "b'], 'Error: unbalanced " in query; close the quote or remove it\n', 1),
+    (["save", "  "], "Error: content is empty; pass the text to remember\n", 1),
+    (["save", "x", "--meta", "oops"], "Error: --meta 'oops' is not key=value; write it like --meta project=apollo\n", 1),
+])
+def test_errors_are_one_line_with_a_fix(runner, args, message, code):
+    result = runner.invoke(cli, args)
+    assert result.exit_code == code
+    assert result.output == message
+
+
+def test_out_of_range_option_is_a_usage_error(runner):
+    result = runner.invoke(cli, ["search", "x", "--top-k", "0"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--top-k': 0 is not in the range 1<=x<=100." in result.output
+
+
+def test_uninitialised_vault(runner, tmp_path):
+    result = runner.invoke(cli, ["search", "x", "--vault", str(tmp_path / "nope")])
+    assert result.exit_code == 1
+    assert result.output == f"Error: vault {tmp_path / 'nope'} does not exist; run `vaultmem init {tmp_path / 'nope'}` first\n"
+
+
+def test_bad_config_file_is_reported(runner, vault_path):
+    (vault_path / ".vaultmem/config.yaml").write_text("decay_model: linear\n")
+    result = runner.invoke(cli, ["search", "x"])
+    assert result.exit_code == 1
+    assert result.output == "Error: decay_model 'linear' is unknown; use one of power_law, exponential, two_component, actr\n"
+
+
+def test_init_then_index_commands(runner, tmp_path):
+    target = tmp_path / "fresh"
+    out = invoke(runner, "init", str(target)).output
+    assert out.startswith(f"Initialised vault at {target}\n  created memory/stm/\n")
+    assert invoke(runner, "init", str(target)).output == f"Vault at {target} was already initialised\n"
+    invoke(runner, "save", "hello index", "--vault", str(target))
+    assert invoke(runner, "index", "rebuild", "--vault", str(target)).output == "Rebuilt the index from 1 notes (0 malformed)\n"
+    status = invoke(runner, "index", "status", "--vault", str(target))
+    assert status.exit_code == 0
+    assert status.output == "notes on disk: 1\nindexed:       1\nIndex is up to date\n"
+
+
+def test_index_status_exits_1_when_stale(runner, vault_path):
+    invoke(runner, "stats")
+    (vault_path / "note.md").write_text("a person's note\n")
+    result = runner.invoke(cli, ["index", "status"])
+    assert result.exit_code == 1
+    assert "not indexed yet: note.md\n" in result.output
+
+
+def test_malformed_note_warning_on_stderr(runner, vault_path):
+    (vault_path / "memory/stm/bad.md").write_text("---\nid: [\n---\nx\n")
+    result = runner.invoke(cli, ["search", "x"])
+    assert result.exit_code == 0
+    assert result.stderr == "warning: skipped malformed note memory/stm/bad.md: invalid YAML at line 3: did not find expected node content\n"
+
+
+def test_stats_json(runner):
+    invoke(runner, "save", "one")
+    data = json.loads(invoke(runner, "stats", "--json").output)
+    assert data["total_memories"] == 1 and data["by_status"] == {"active": 1, "promoted": 0, "archived": 0}
+
+
+def test_every_command_has_help_with_an_example():
+    def walk(group, prefix):
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                yield from walk(command, prefix + [name])
+            else:
+                yield prefix + [name], command
+
+    for path, command in walk(cli, []):
+        assert command.help, f"{' '.join(path)} has no help"
+        assert "Example" in command.help, f"`vaultmem {' '.join(path)} --help` shows no example"
+
+
+def test_help_and_search_import_no_heavy_libraries(vault_path):
+    heavy = ("spacy", "mcp", "watchdog", "torch", "sentence_transformers", "numpy")
+    for args in (["--help"], ["search", "anything", "--vault", str(vault_path)]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaultmem", *args],
+                              capture_output=True, text=True, check=True)
+        imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines() if "|" in line}
+        assert not imported & set(heavy), f"vaultmem {' '.join(args)} imports {imported & set(heavy)}"

@@ -1,0 +1,53 @@
+"""Decay models reproduce the reference values; scores are monotonic and bounded."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vaultmem import decay
+from vaultmem.config import Settings
+
+NOW = dt.datetime(2026, 11, 22, tzinfo=dt.timezone.utc)
+
+REFERENCE = {
+    "power_law": (0.754018, 0.500000, 0.293447, 0.081413),
+    "two_component": (0.446923, 0.233826, 0.149959, 0.015345),
+    "exponential": (0.793781, 0.500153, 0.198567, 0.000980),
+}
+
+
+@pytest.mark.parametrize("model", sorted(REFERENCE))
+def test_reference_values(model):
+    settings = Settings(decay_model=model)
+    got = tuple(
+        round(decay.score(use_count=0, last_used=NOW - dt.timedelta(days=days), strength=1.0, now=NOW, settings=settings), 6)
+        for days in (1, 3, 7, 30)
+    )
+    assert got == pytest.approx(REFERENCE[model], abs=2e-6)
+
+
+def test_use_count_and_strength_scale_the_score():
+    s = Settings()
+    base = decay.score(use_count=0, last_used=NOW, strength=1.0, now=NOW, settings=s)
+    assert base == 1.0
+    assert decay.score(use_count=4, last_used=NOW, strength=1.5, now=NOW, settings=s) == pytest.approx(5 ** 0.6 * 1.5)
+
+
+@pytest.mark.parametrize("memory_type, pinned", [("procedural", False), ("core", False), (None, True)])
+def test_immune_memories_do_not_decay(memory_type, pinned):
+    score = decay.score(use_count=0, last_used=NOW - dt.timedelta(days=365), strength=1.0, now=NOW,
+                        settings=Settings(), memory_type=memory_type, pinned=pinned)
+    assert score == 1.0
+
+
+@given(st.sampled_from(sorted(REFERENCE)), st.floats(0, 3650), st.floats(0, 3650))
+def test_decay_is_monotonic_in_age_and_bounded(model, a, b):
+    s = Settings(decay_model=model)
+    young, old = sorted((a, b))
+    f_young = decay.decay_factor(young * 86400, s)
+    f_old = decay.decay_factor(old * 86400, s)
+    assert 0.0 <= f_old <= f_young <= 1.0

@@ -1,0 +1,141 @@
+"""The note codec: parse, and surgical frontmatter edits that keep every other byte."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vaultmem import note as notes
+from vaultmem.errors import MalformedNote
+
+HAND_WRITTEN = """---
+# written by hand in Obsidian
+id: 4d5e6f70-8a9b-4c0d-9e1f-203142536475
+use_count: 3   # reinforced three times
+strength: 1.10
+tags: [databases, "ops"]
+zip: 01234
+reviewed: yes
+aliases:
+  - pool settings
+---
+Body text.
+"""
+
+
+def test_one_key_change_is_a_one_line_diff():
+    out = notes.update_frontmatter(HAND_WRITTEN, {"strength": 1.2})
+    before, after = HAND_WRITTEN.splitlines(), out.splitlines()
+    assert len(before) == len(after)
+    changed = [(a, b) for a, b in zip(before, after) if a != b]
+    assert changed == [("strength: 1.10", "strength: 1.2")]
+
+
+def test_unowned_values_are_never_reinterpreted():
+    out = notes.update_frontmatter(HAND_WRITTEN, {"use_count": 4, "last_used": dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc)})
+    assert "zip: 01234\n" in out
+    assert "reviewed: yes\n" in out
+    assert "# written by hand in Obsidian\n" in out
+    assert "use_count: 4\n" in out
+    assert out.endswith("last_used: 2026-11-22T10:15:00Z\n---\nBody text.\n")
+
+
+def test_flow_list_stays_flow_and_block_list_stays_block():
+    out = notes.update_frontmatter(HAND_WRITTEN, {"tags": ["databases", "ops", "pg"], "aliases": ["pool", "pgb"]})
+    assert "tags: [databases, ops, pg]\n" in out
+    assert "aliases:\n  - pool\n  - pgb\n---" in out
+
+
+def test_removing_a_key_drops_only_its_lines():
+    out = notes.update_frontmatter(HAND_WRITTEN, {}, remove=["aliases"])
+    assert "aliases" not in out and "pool settings" not in out
+    assert out.count("\n") == HAND_WRITTEN.count("\n") - 2
+
+
+def test_crlf_and_bom_are_kept():
+    text = "\ufeff---\r\nid: x\r\nuse_count: 1\r\n---\r\nbody\r\n"
+    out = notes.update_frontmatter(text, {"use_count": 2, "status": "active"})
+    assert out == "\ufeff---\r\nid: x\r\nuse_count: 2\r\nstatus: active\r\n---\r\nbody\r\n"
+
+
+def test_note_without_frontmatter_gets_one():
+    assert notes.update_frontmatter("just text\n", {"id": "abc"}) == "---\nid: abc\n---\njust text\n"
+
+
+def test_unchanged_value_leaves_text_identical():
+    assert notes.update_frontmatter(HAND_WRITTEN, {"reviewed": "yes"}) != HAND_WRITTEN  # a string, not YAML's yes
+    assert notes.update_frontmatter(HAND_WRITTEN, {"aliases": ["pool settings"]}) == HAND_WRITTEN
+
+
+@pytest.mark.parametrize(
+    "frontmatter, reason",
+    [
+        ("tags: [unclosed\n", "invalid YAML at line 3: did not find expected ',' or ']'"),
+        ("- a\n- b\n", "frontmatter is a list, not a mapping of properties"),
+        ("id: 1\nid: 2\n", "property 'id' appears twice in the frontmatter"),
+        ("id: 1\n\ttags: x\n", "frontmatter indents with a tab; YAML needs spaces"),
+    ],
+)
+def test_malformed_frontmatter_is_reported_with_a_reason(frontmatter, reason):
+    with pytest.raises(MalformedNote) as info:
+        notes.load_yaml(frontmatter)
+    assert info.value.reason == reason
+
+
+def test_unclosed_frontmatter_is_malformed():
+    with pytest.raises(MalformedNote, match="no closing --- line"):
+        notes.split_note("---\nid: 1\nbody\n")
+
+
+def test_yaml_date_is_read_not_crashed_on():
+    split = notes.split_note("---\nid: a\ncreated: 2026-11-22\n---\nx\n")
+    props = notes.load_yaml(split.frontmatter)
+    memory = notes.memory_from_properties(props, split.body, "p.md", dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    assert memory.created == dt.datetime(2026, 11, 22, tzinfo=dt.timezone.utc)
+
+
+def test_slugify():
+    assert notes.slugify("Use JWT tokens for authentication in all new APIs") == "use-jwt-tokens-for-authentication-in"
+    assert notes.slugify("Zoë prefers the café") == "zoë-prefers-the-café"
+    assert notes.slugify("!!!") == "memory"
+    assert notes.slugify("See [[api-guidelines|the guide]] now") == "see-api-guidelines-now"
+
+
+scalars = st.one_of(
+    st.text(max_size=40),
+    st.integers(min_value=-10**12, max_value=10**12),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.booleans(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scalars)
+def test_yaml_scalar_reads_back_as_the_same_value(value):
+    text = "key: " + notes.yaml_scalar(value) + "\n"
+    loaded = yaml.safe_load(text)["key"]
+    if isinstance(value, float):
+        assert loaded == pytest.approx(round(value, 6), rel=1e-9, abs=1e-9)
+    else:
+        assert loaded == value
+
+
+keys = st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(keys, st.one_of(st.text(max_size=20), st.integers(), st.lists(st.text(min_size=1, max_size=10), max_size=4)), min_size=1, max_size=6),
+       st.dictionaries(keys, st.one_of(st.text(max_size=20), st.integers()), max_size=3))
+def test_update_then_parse_gives_the_changes_and_keeps_the_rest(original, changes):
+    text = "---\n" + "".join(notes.render_property(k, v) for k, v in original.items()) + "---\nbody\n"
+    out = notes.update_frontmatter(text, changes)
+    props = notes.load_yaml(notes.split_note(out).frontmatter)
+    expected = dict(original, **changes)
+    assert props == expected
+    assert out.endswith("---\nbody\n")
+    for key in original.keys() - changes.keys():
+        assert notes.render_property(key, original[key]) in out

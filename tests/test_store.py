@@ -1,0 +1,333 @@
+"""The service layer on real files: save, search, open, touch, sync with Obsidian edits."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+
+import pytest
+
+from vaultmem.errors import Ambiguous, InvalidInput, MalformedNote, NotFound, QuerySyntaxError, VaultmemError
+from vaultmem.store import MemoryStore, rank_score
+
+
+def test_save_writes_the_note_described_in_design(store, vault_path):
+    result = store.save("Use JWT tokens for authentication in all new APIs", tags=["auth"], source="chat",
+                        meta={"project": "apollo"})
+    mid = result["memory_id"]
+    assert result["success"] is True
+    assert result["message"] == f"Memory saved with ID: {mid}"
+    path = vault_path / result["path"]
+    assert result["path"] == f"memory/stm/use-jwt-tokens-for-authentication-in-{mid[:8]}.md"
+    assert path.read_text() == (
+        "---\n"
+        f"id: {mid}\n"
+        "created: 2026-11-22T10:15:00Z\n"
+        "last_used: 2026-11-22T10:15:00Z\n"
+        "use_count: 0\n"
+        "strength: 1.0\n"
+        "status: active\n"
+        "tags:\n"
+        "  - auth\n"
+        "entities: []\n"
+        "source: chat\n"
+        "project: apollo\n"
+        "---\n"
+        "Use JWT tokens for authentication in all new APIs\n"
+    )
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_search_returns_the_seed_keys(store):
+    mid = store.save("Use JWT tokens for authentication in all new APIs", tags=["auth"])["memory_id"]
+    store.save("Deploys go out on Tuesdays", tags=["ops"])
+    result = store.search("authentication", top_k=5)
+    assert result["count"] == 1
+    item = result["results"][0]
+    assert item["id"] == mid
+    assert {"id", "content", "tags", "score", "use_count", "last_used", "age_days", "path", "similarity"} <= set(item)
+    assert item["score"] == 1.0 and item["use_count"] == 0 and item["age_days"] == 0.0
+    assert item["last_used"] == "2026-11-22T10:15:00Z"
+
+
+def test_search_finds_an_old_memory_among_many_recent_ones(store, clock):
+    target = store.save("The staging database password rotation happens quarterly")["memory_id"]
+    for i in range(300):
+        clock.advance(hours=1)
+        store.save(f"Routine note number {i} about the weekly planning meeting")
+    result = store.search("quarterly rotation", top_k=3)
+    assert [r["id"] for r in result["results"]][:1] == [target]
+
+
+def test_strong_old_match_beats_weak_recent_match(store, clock):
+    old = store.save("Kubernetes ingress uses nginx with TLS termination at the edge")["memory_id"]
+    clock.advance(days=30)
+    store.save("nginx logs rotate daily")
+    ranked = [r["id"] for r in store.search("kubernetes ingress nginx TLS")["results"]]
+    assert ranked[0] == old
+
+
+def test_rank_score_keeps_relevance_first():
+    assert rank_score(1.0, 0.01, 0.3) > rank_score(0.7, 2.0, 0.3)
+    assert rank_score(0.5, 1.0, 0.3) > rank_score(0.5, 0.1, 0.3)
+    assert rank_score(1.0, 0.0, 0.3) == pytest.approx(0.7)
+
+
+def test_search_filters(store, clock):
+    a = store.save("Alpha service uses gRPC", tags=["alpha"])["memory_id"]
+    clock.advance(days=10)
+    b = store.save("Beta service uses gRPC too", tags=["beta"])["memory_id"]
+    ids = lambda **kw: {r["id"] for r in store.search("grpc", **kw)["results"]}  # noqa: E731
+    assert ids() == {a, b}
+    assert ids(tags=["alpha"]) == {a}
+    assert ids(tags=["alpha", "beta"]) == {a, b}
+    assert ids(window_days=7) == {b}
+    assert ids(min_score=0.5) == {b}
+    assert ids(status="archived") == set()
+
+
+def test_empty_query_lists_by_score(store, clock):
+    first = store.save("first")["memory_id"]
+    clock.advance(days=2)
+    second = store.save("second")["memory_id"]
+    assert [r["id"] for r in store.search("")["results"]] == [second, first]
+
+
+@pytest.mark.parametrize("query, message", [
+    ('jwt "tokens', 'unbalanced " in query; close the quote or remove it'),
+    ("(jwt OR auth", "unbalanced ( in query; close it with ) or remove it"),
+    ("jwt)", "unbalanced ) in query; remove it or add the matching ("),
+])
+def test_query_syntax_errors(store, query, message):
+    with pytest.raises(QuerySyntaxError) as info:
+        store.search(query)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"top_k": 0}, "top_k must be between 1 and 100, got 0"),
+    ({"window_days": -1}, "window_days must be a positive number of days, got -1"),
+    ({"status": "gone"}, "status must be one of active, promoted, archived, all, got 'gone'"),
+    ({"tags": ["a,b"]}, "tag 'a,b' contains a comma, bracket or control character; remove it"),
+])
+def test_search_rejects_bad_parameters(store, kwargs, message):
+    with pytest.raises(InvalidInput) as info:
+        store.search("x", **kwargs)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("content, message", [
+    ("   ", "content is empty; pass the text to remember"),
+    ("x" * 50_001, "content is 50,001 characters; the limit is 50,000"),
+    ("---\nid: evil\n---", "content starts with ---, which would read as frontmatter; rephrase the first line"),
+])
+def test_save_rejects_bad_content_and_writes_nothing(store, vault_path, content, message):
+    before = sorted(p.name for p in (vault_path / "memory/stm").iterdir())
+    with pytest.raises(InvalidInput) as info:
+        store.save(content)
+    assert str(info.value) == message
+    assert sorted(p.name for p in (vault_path / "memory/stm").iterdir()) == before
+
+
+def test_save_rejects_meta_that_shadows_an_owned_property(store):
+    with pytest.raises(InvalidInput, match="meta key 'status' is a vaultmem property"):
+        store.save("x", meta={"status": "promoted"})
+
+
+def test_open_by_id_short_id_and_file_name(store):
+    result = store.save("Zoë prefers the café near the Zürich office")
+    mid, name = result["memory_id"], result["path"].rsplit("/", 1)[1]
+    for ref in (mid, mid[:8], name, name[:-3], name.upper()[:-3]):
+        assert store.open([ref])["memories"][0]["id"] == mid
+    missing = store.open([mid, "deadbeef"])
+    assert missing["count"] == 1 and missing["not_found"] == ["deadbeef"]
+
+
+def test_ambiguous_short_id_is_an_error(store, vault_path):
+    text = "---\nid: {}\n---\nsame prefix\n"
+    (vault_path / "memory/stm/a-aaaaaaaa.md").write_text(text.format("aaaaaaaa-0000-4000-8000-000000000001"))
+    (vault_path / "memory/stm/b-aaaaaaaa.md").write_text(text.format("aaaaaaaa-0000-4000-8000-000000000002"))
+    store.sync()
+    with pytest.raises(Ambiguous, match=r"'aaaaaaaa' matches 2 notes \(memory/stm/a-aaaaaaaa.md, memory/stm/b-aaaaaaaa.md\)"):
+        store.resolve("aaaaaaaa")
+
+
+def test_touch_changes_only_its_lines(store, vault_path, clock):
+    result = store.save("Use JWT tokens", tags=["auth"])
+    path = vault_path / result["path"]
+    before = path.read_text().splitlines()
+    clock.advance(days=3)
+    touched = store.touch(result["memory_id"][:8], boost_strength=True)
+    after = path.read_text().splitlines()
+    assert touched["old_score"] == 0.5 and touched["use_count"] == 1 and touched["strength"] == 1.1
+    assert touched["new_score"] == pytest.approx(2 ** 0.6 * 1.1, abs=1e-4)
+    assert touched["message"] == "Memory reinforced. Score: 0.50 -> 1.67"
+    diff = [(a, b) for a, b in zip(before, after) if a != b]
+    assert diff == [
+        ("last_used: 2026-11-22T10:15:00Z", "last_used: 2026-11-25T10:15:00Z"),
+        ("use_count: 0", "use_count: 1"),
+        ("strength: 1.0", "strength: 1.1"),
+    ]
+
+
+def test_strength_boost_caps_at_two(store):
+    mid = store.save("important", strength=1.95)["memory_id"]
+    assert store.touch(mid, boost_strength=True)["strength"] == 2.0
+
+
+def test_edits_made_in_obsidian_are_seen_by_the_next_command(store, vault_path):
+    result = store.save("Deploys happen on Tuesdays after the weekly standup", tags=["ops"])
+    path = vault_path / result["path"]
+    text = path.read_text().replace("weekly standup", "weekly retro on Wednesdays")
+    text = text.replace("  - ops\n", "  - ops\n  - release\n").replace("strength: 1.0", "strength: 1.7")
+    path.write_text(text)
+    os.utime(path, ns=(1, 1))  # a different mtime even on coarse clocks
+    found = store.search("wednesdays", tags=["release"])["results"]
+    assert [r["id"] for r in found] == [result["memory_id"]]
+    assert found[0]["strength"] == 1.7
+    assert store.search("standup")["count"] == 0
+
+
+def test_touch_reapplies_on_top_of_a_concurrent_obsidian_edit(store, vault_path):
+    result = store.save("Original text")
+    path = vault_path / result["path"]
+    rec = store.resolve(result["memory_id"])
+    # the person edits after vaultmem read the index but before it writes
+    path.write_text(path.read_text().replace("Original text", "Edited in Obsidian").replace("use_count: 0", "use_count: 5"))
+    store.modify(rec, lambda current: {"use_count": current.use_count + 1})
+    text = path.read_text()
+    assert "Edited in Obsidian" in text and "use_count: 6" in text
+
+
+def test_sample_vault_is_indexed_with_kinds_and_statuses(sample_vault, clock):
+    store = MemoryStore(sample_vault, clock=clock)
+    report = store.sync()
+    assert report.malformed == [("memory/stm/broken-yaml-note-0badc0de.md",
+                                 "invalid YAML at line 4: did not find expected ',' or ']'")]
+    stats = store.stats()
+    assert stats["total_memories"] == 6
+    assert stats["by_status"] == {"active": 4, "promoted": 1, "archived": 1}
+    assert stats["vault_notes"] == 2 and stats["malformed_notes"] == 1
+    # the person's own notes are not memories
+    assert store.search("apollo")["count"] == 0
+    assert store.search("staging")["count"] == 0
+    assert store.search("staging", status="archived")["count"] == 1
+    assert store.search("café zürich")["results"][0]["id"].startswith("9c1e44f0")
+
+
+def test_malformed_notes_are_never_rewritten(sample_vault, clock):
+    broken = sample_vault / "memory/stm/broken-yaml-note-0badc0de.md"
+    original = broken.read_bytes()
+    store = MemoryStore(sample_vault, clock=clock)
+    store.sync()
+    with pytest.raises(NotFound):
+        store.touch("0badc0de")
+    assert broken.read_bytes() == original
+
+
+def test_touching_a_note_that_broke_since_indexing_refuses(store, vault_path):
+    result = store.save("soon broken")
+    path = vault_path / result["path"]
+    rec = store.resolve(result["memory_id"])
+    path.write_text(path.read_text().replace("tags: []", "tags: [oops"))
+    before = path.read_bytes()
+    with pytest.raises(MalformedNote, match="vaultmem will not rewrite it"):
+        store.modify(rec, lambda current: {"use_count": 1})
+    assert path.read_bytes() == before
+
+
+def test_person_notes_are_never_modified(sample_vault, clock):
+    before = {p: p.read_bytes() for p in sample_vault.rglob("*.md")}
+    store = MemoryStore(sample_vault, clock=clock)
+    store.stats()
+    for ref in ("7f3c2a1e", "1a2b3c4d", "4d5e6f70"):
+        store.touch(ref)
+    changed = {p for p in before if p.read_bytes() != before[p]}
+    assert {p.name for p in changed} == {
+        "use-jwt-tokens-for-authentication-in-7f3c2a1e.md", "api-guidelines-1a2b3c4d.md",
+        "postgres-connection-pool-settings-4d5e6f70.md"}
+
+
+def test_hand_written_note_keeps_comments_and_odd_scalars_on_touch(sample_vault, clock):
+    path = sample_vault / "memory/stm/postgres-connection-pool-settings-4d5e6f70.md"
+    before = path.read_text().splitlines()
+    MemoryStore(sample_vault, clock=clock).touch("4d5e6f70")
+    after = path.read_text().splitlines()
+    diff = [(a, b) for a, b in zip(before, after) if a != b]
+    assert diff == [("last_used: 2026-11-12T12:00:00Z", "last_used: 2026-11-22T10:15:00Z"),
+                    ("use_count: 3   # reinforced three times", "use_count: 4")]
+    assert len(before) == len(after)
+
+
+def test_moving_a_file_by_hand_changes_its_status(store, vault_path):
+    result = store.save("moved by hand")
+    src = vault_path / result["path"]
+    shutil.move(src, vault_path / "memory/ltm" / src.name)
+    assert store.open([result["memory_id"]])["memories"][0]["status"] == "promoted"
+    assert store.open([result["memory_id"]])["memories"][0]["path"].startswith("memory/ltm/")
+
+
+def test_note_dropped_into_stm_without_id_becomes_a_memory(store, vault_path):
+    path = vault_path / "memory/stm/my-own-memory.md"
+    path.write_text("I wrote this memory by hand.\n")
+    found = store.search("wrote hand")["results"]
+    assert len(found) == 1
+    mid = found[0]["id"]
+    store.touch("my-own-memory")
+    text = path.read_text()
+    assert text.startswith(f"---\nid: {mid}\nuse_count: 1\nlast_used: 2026-11-22T10:15:00Z\n---\nI wrote")
+
+
+def test_index_is_rebuilt_when_deleted_or_corrupt(store, vault_path):
+    mid = store.save("survives index loss")["memory_id"]
+    store.close()
+    shutil.rmtree(vault_path / ".vaultmem/index")
+    assert store.search("survives")["results"][0]["id"] == mid
+    store.close()
+    (vault_path / ".vaultmem/index/catalog.sqlite").write_bytes(b"garbage" * 100)
+    for leftover in (vault_path / ".vaultmem/index").glob("catalog.sqlite-*"):
+        leftover.unlink()
+    assert store.search("survives")["results"][0]["id"] == mid
+
+
+def test_index_status_reports_stale_missing_deleted_and_malformed(sample_vault, clock):
+    store = MemoryStore(sample_vault, clock=clock)
+    store.sync()
+    assert store.index_status()["clean"] is True
+    (sample_vault / "Daily/2026-11-21.md").write_text("changed\n")
+    os.utime(sample_vault / "Daily/2026-11-21.md", ns=(1, 1))
+    (sample_vault / "Daily/new.md").write_text("new\n")
+    (sample_vault / "Projects/Apollo.md").unlink()
+    status = store.index_status()
+    assert (status["stale"], status["missing_from_index"], status["deleted_from_disk"]) == (
+        ["Daily/2026-11-21.md"], ["Daily/new.md"], ["Projects/Apollo.md"])
+    assert status["malformed"] == [{"path": "memory/stm/broken-yaml-note-0badc0de.md",
+                                    "reason": "invalid YAML at line 4: did not find expected ',' or ']'"}]
+    assert status["clean"] is False
+    store.sync()
+    assert store.index_status()["clean"] is True
+
+
+def test_commands_on_a_missing_vault_say_how_to_fix_it(tmp_path, clock):
+    store = MemoryStore(tmp_path / "nowhere", clock=clock)
+    with pytest.raises(VaultmemError) as info:
+        store.search("x")
+    assert str(info.value) == f"vault {tmp_path / 'nowhere'} does not exist; run `vaultmem init {tmp_path / 'nowhere'}` first"
+
+
+def test_init_is_idempotent(tmp_path, clock):
+    store = MemoryStore(tmp_path / "v", clock=clock)
+    first = store.init()
+    assert "memory/stm/" in first["created"] and ".vaultmem/config.yaml" in first["created"]
+    config = (tmp_path / "v/.vaultmem/config.yaml").read_text()
+    second = store.init()
+    assert second["created"] == [] and second["message"].endswith("was already initialised")
+    assert (tmp_path / "v/.vaultmem/config.yaml").read_text() == config
+
+
+def test_two_saves_in_the_same_second_get_distinct_files(store, vault_path):
+    a = store.save("same words")
+    b = store.save("same words")
+    assert a["path"] != b["path"]
+    assert len(list((vault_path / "memory/stm").glob("same-words-*.md"))) == 2

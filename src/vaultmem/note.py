@@ -113,7 +113,7 @@ def _top_key(line: str) -> str | None:
 # Writing: surgical edits of the frontmatter text
 
 
-_PLAIN_SAFE_PATTERN = r"^[A-Za-z_\u00c0-\uffff][\w .,/@+()\u00c0-\uffff-]*$"
+_PLAIN_SAFE_PATTERN = r"^[A-Za-z0-9_\u00c0-\uffff][\w .,/@+()\u00c0-\uffff-]*$"
 _YAML_SPECIAL = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
 
 
@@ -144,6 +144,7 @@ def yaml_scalar(value: Any) -> str:
         and not text.endswith((" ", ":"))
         and ": " not in text
         and " #" not in text
+        and _reads_back_as_text(text)
     ):
         return text
     escaped = json.dumps(text, ensure_ascii=False)
@@ -154,6 +155,18 @@ def yaml_scalar(value: Any) -> str:
 _NON_PRINTABLE_PATTERN = ("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]")
 
 
+def _reads_back_as_text(text: str) -> bool:
+    """True when YAML reads `text` unquoted as that same string (not a number, date, bool)."""
+    import yaml
+
+    if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?|0[xo][0-9a-fA-F]+", text):
+        return False  # YAML 1.2 (Obsidian) reads these as numbers even where PyYAML does not
+    try:
+        return yaml.load(f"k: {text}\n", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) == {"k": text}
+    except yaml.YAMLError:
+        return False
+
+
 @functools.lru_cache(maxsize=None)
 def _compiled(_name: str, pattern: str) -> re.Pattern[str]:
     """Compile the big Unicode classes on first write, not on every start-up."""
@@ -161,7 +174,8 @@ def _compiled(_name: str, pattern: str) -> re.Pattern[str]:
 
 
 def yaml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z_][\w.-]*", key) else json.dumps(key, ensure_ascii=False)
+    plain = re.fullmatch(r"[A-Za-z_][\w.-]*", key) and key.lower() not in _YAML_SPECIAL
+    return key if plain else json.dumps(key, ensure_ascii=False)
 
 
 def render_property(key: str, value: Any, newline: str = "\n", flow: bool = False) -> str:

@@ -330,5 +330,80 @@ def index_status(vault: str | None, as_json: bool) -> None:
         sys.exit(1)
 
 
+@cli.command()
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
+              help="Similarity that links two memories into a cluster.")
+@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,
+              help="Largest cluster to form.")
+@click.option("--duplicates", is_flag=True, help="List likely duplicate pairs instead of clusters.")
+@click.option("--duplicate-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.88,
+              show_default=True, help="Similarity for a duplicate pair.")
+@vault_option
+@output_options
+@handle_errors
+def cluster(threshold: float, max_cluster_size: int, duplicates: bool, duplicate_threshold: float,
+            vault: str | None, as_json: bool) -> None:
+    """Group similar memories (TF-IDF cosine) or find duplicates. Ids are stable.
+
+    \b
+    Example:
+      vaultmem cluster --threshold 0.8
+      vaultmem cluster --duplicates --duplicate-threshold 0.9 --json
+    """
+    result = _store(vault).cluster(threshold=threshold, max_cluster_size=max_cluster_size,
+                                   find_duplicates=duplicates, duplicate_threshold=duplicate_threshold)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for item in result.get("clusters", []):
+        click.echo(f"{item['id']}  size {item['size']}  cohesion {item['cohesion']:.2f}  {item['suggested_action']}")
+        for mid, text in zip(item["memory_ids"], item["content_previews"]):
+            click.echo(f"  {mid[:8]}  {text}")
+    for item in result.get("duplicates", []):
+        click.echo(f"{item['similarity']:.2f}  {item['id1'][:8]} {item['content1_preview']}")
+        click.echo(f"      {item['id2'][:8]} {item['content2_preview']}")
+
+
+@cli.command()
+@click.option("--cluster", "cluster_id", help="Cluster id from `vaultmem cluster`.")
+@click.option("--auto", "auto_detect", is_flag=True, help="Every cluster with cohesion >= --cohesion-threshold.")
+@click.option("--mode", type=click.Choice(["preview", "apply", "link"]), default="preview", show_default=True,
+              help="preview: show the merge; apply: merge and archive originals; link: related relations.")
+@click.option("--cohesion-threshold", type=click.FloatRange(0, 1), default=0.75, show_default=True,
+              help="Minimum cohesion to merge (and to pick clusters with --auto).")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
+              help="Clustering threshold (use the one you passed to `vaultmem cluster`).")
+@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,
+              help="Clustering size cap (as for `vaultmem cluster`).")
+@vault_option
+@output_options
+@handle_errors
+def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_threshold: float,
+                threshold: float, max_cluster_size: int, vault: str | None, as_json: bool) -> None:
+    """Merge or link similar memories; originals are archived, never deleted.
+
+    \b
+    Example:
+      vaultmem consolidate --auto --mode preview
+      vaultmem consolidate --cluster cluster-3f2a9c1b7d4e --mode apply
+    """
+    result = _store(vault).consolidate(cluster_id=cluster_id, mode=mode, auto_detect=auto_detect,
+                                       cohesion_threshold=cohesion_threshold, threshold=threshold,
+                                       max_cluster_size=max_cluster_size)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for item in result.get("previews", []):
+        click.echo(f"{item['cluster_id']}  {item['memory_count']} memories  cohesion {item['cohesion']:.2f}  "
+                   f"strength {item['calculated_strength']:g}")
+        click.echo(f"  tags: {', '.join(item['merged_tags']) or '-'}   entities: {', '.join(item['merged_entities']) or '-'}")
+        click.echo(f"  {item['merged_content_preview']}")
+    if mode == "apply":
+        for item in result.get("results", []):
+            click.echo(f"{item['cluster_id']}: new memory {item['new_path']}, archived {item['archived_count']}")
+
+
 def main() -> None:
     cli()

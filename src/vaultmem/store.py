@@ -361,6 +361,23 @@ class MemoryStore:
         assert updated is not None
         return updated
 
+    # -- clustering and consolidation (logic in consolidate.py) -----------------------------
+    def cluster(self, threshold: float = 0.83, max_cluster_size: int = 12, find_duplicates: bool = False,
+                duplicate_threshold: float = 0.88) -> dict[str, Any]:
+        """Clusters of similar memories (stable ids), or likely duplicate pairs."""
+        from vaultmem import consolidate
+
+        return consolidate.cluster(self, threshold, max_cluster_size, find_duplicates, duplicate_threshold)
+
+    def consolidate(self, cluster_id: str | None = None, mode: str = "preview", auto_detect: bool = False,
+                    cohesion_threshold: float = 0.75, threshold: float = 0.83,
+                    max_cluster_size: int = 12) -> dict[str, Any]:
+        """Preview, merge (apply) or link a cluster, or every cluster above cohesion_threshold."""
+        from vaultmem import consolidate
+
+        return consolidate.consolidate(self, cluster_id, mode, auto_detect, cohesion_threshold,
+                                       threshold, max_cluster_size)
+
     # -- stats and index upkeep ---------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         self.sync()

@@ -230,3 +230,56 @@ def test_cli_cluster_and_consolidate(runner, vault_path):
     assert out.exit_code == 1
     assert out.output == (f"Error: no cluster '{cid}' at threshold 0.83; run `vaultmem cluster` with the same "
                           "--threshold and pass an id it lists\n")
+
+
+def test_deep_consolidation_four_phases(store, fx, clock, vault_path):
+    import datetime as dt
+
+    popular = store.save("The build cache lives in /var/cache/ci and is shared by all runners.")
+    for _ in range(11):
+        store.touch(popular["memory_id"])
+    old = clock() - dt.timedelta(days=60)
+    stale = store.save("Kubernetes namespace for the old billing service is billing-legacy.", strength=1.3)
+    rec = C.move_record(store, store.resolve(stale["memory_id"]), "promoted", {"promoted_at": old})
+    store.modify(store.index.get(rec), lambda c: {"last_used": old})
+    weak = store.save("The printer on floor two jams with A3 paper.", strength=1.2)
+    store.modify(store.resolve(weak["memory_id"]), lambda c: {"last_used": old})
+
+    report = store.deep_consolidate(batch=100)
+    assert {k: report[k] for k in ("contradictions", "nearDuplicatesMerged", "popularPromoted", "staleDemoted",
+                                   "processedCount")} == {
+        "contradictions": 1, "nearDuplicatesMerged": 1, "popularPromoted": 1, "staleDemoted": 2,
+        "processedCount": 12}
+    assert isinstance(report["durationMs"], int)
+    pair = report["contradiction_pairs"][0]
+    assert sorted([pair["id1"], pair["id2"]]) == ids(fx, "dark", "notdark")
+    dark_text = (vault_path / fx["dark"]["path"]).read_text()
+    assert f"- contradicts:: [[{fx['notdark']['path'].rsplit('/', 1)[1][:-3]}]]" in dark_text
+    # near-duplicate: pg2 (4 uses) kept with pg1's use, pg1 archived
+    assert report["merged"][0]["kept_id"] == fx["pg2"]["memory_id"]
+    kept = store.open([fx["pg2"]["memory_id"]])["memories"][0]
+    assert kept["use_count"] == 5 and kept["created_at"] == "2026-11-22T13:15:00Z"
+    assert store.open([fx["pg1"]["memory_id"]])["memories"][0]["status"] == "archived"
+    assert store.open([popular["memory_id"]])["memories"][0]["path"].startswith("memory/ltm/")
+    back = store.open([stale["memory_id"]])["memories"][0]
+    assert back["path"].startswith("memory/stm/") and back["status"] == "active"
+    assert store.open([weak["memory_id"]])["memories"][0]["strength"] == 1.1
+    # a second run finds nothing new to merge or promote, and contradictions are not duplicated
+    again = store.deep_consolidate()
+    assert (again["nearDuplicatesMerged"], again["popularPromoted"]) == (0, 0)
+    assert (vault_path / fx["dark"]["path"]).read_text() == dark_text
+
+
+def test_deep_batch_is_validated(store):
+    with pytest.raises(InvalidInput, match="batch must be between 1 and 1000, got 0"):
+        store.deep_consolidate(batch=0)
+
+
+def test_cli_deep(runner, vault_path):
+    store = MemoryStore(vault_path)
+    for text in ("The staging database runs PostgreSQL 16 on port 5433.",) * 2:
+        store.save(text)
+    out = invoke(runner, "consolidate", "--deep")
+    assert out.output.splitlines()[:4] == ["Contradictions found: 0", "Duplicates merged:    1",
+                                           "Popular promoted:     0", "Stale demoted:        0"]
+    assert out.output.splitlines()[4].startswith("Processed 2 memories in ")

@@ -372,6 +372,10 @@ def cluster(threshold: float, max_cluster_size: int, duplicates: bool, duplicate
               help="preview: show the merge; apply: merge and archive originals; link: related relations.")
 @click.option("--cohesion-threshold", type=click.FloatRange(0, 1), default=0.75, show_default=True,
               help="Minimum cohesion to merge (and to pick clusters with --auto).")
+@click.option("--deep", is_flag=True, help="Mnemosyne's four phases: contradictions, near-duplicates, "
+              "promotion, demotion (applies changes).")
+@click.option("--batch", type=click.IntRange(1, 1000), default=100, show_default=True,
+              help="With --deep: memories to examine (most recently used first).")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
               help="Clustering threshold (use the one you passed to `vaultmem cluster`).")
 @click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,
@@ -379,15 +383,29 @@ def cluster(threshold: float, max_cluster_size: int, duplicates: bool, duplicate
 @vault_option
 @output_options
 @handle_errors
-def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_threshold: float,
-                threshold: float, max_cluster_size: int, vault: str | None, as_json: bool) -> None:
+def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_threshold: float, deep: bool,
+                batch: int, threshold: float, max_cluster_size: int, vault: str | None, as_json: bool) -> None:
     """Merge or link similar memories; originals are archived, never deleted.
 
     \b
     Example:
       vaultmem consolidate --auto --mode preview
       vaultmem consolidate --cluster cluster-3f2a9c1b7d4e --mode apply
+      vaultmem consolidate --deep --batch 500
     """
+    if deep:
+        if cluster_id or auto_detect:
+            raise click.UsageError("--deep runs on its own; drop --cluster/--auto")
+        report = _store(vault).deep_consolidate(batch=batch)
+        if as_json:
+            emit_json(report)
+            return
+        click.echo(f"Contradictions found: {report['contradictions']}")
+        click.echo(f"Duplicates merged:    {report['nearDuplicatesMerged']}")
+        click.echo(f"Popular promoted:     {report['popularPromoted']}")
+        click.echo(f"Stale demoted:        {report['staleDemoted']}")
+        click.echo(f"Processed {report['processedCount']} memories in {report['durationMs']}ms")
+        return
     result = _store(vault).consolidate(cluster_id=cluster_id, mode=mode, auto_detect=auto_detect,
                                        cohesion_threshold=cohesion_threshold, threshold=threshold,
                                        max_cluster_size=max_cluster_size)

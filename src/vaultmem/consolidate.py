@@ -464,16 +464,25 @@ def merge_records(store: "MemoryStore", records: Sequence[Record], cohesion: flo
 def archive_record(store: "MemoryStore", rec: Record, now: dt.datetime,
                    extra: Mapping[str, Any] | None = None) -> str:
     """Move a memory to the archive folder and set status archived; returns its new path."""
-    archive_dir = store.settings.archive_dir.strip("/")
+    return move_record(store, rec, "archived", {"archived_at": now, **dict(extra or {})})
+
+
+def move_record(store: "MemoryStore", rec: Record, status: str, changes: Mapping[str, Any]) -> str:
+    """Move a memory to the folder of `status`, then set status and `changes` (under the lock).
+
+    A minimal move for archive, promotion and demotion; the lifecycle module's
+    `MemoryStore.promote` is the fuller version (criteria, reporting) once it is on main.
+    """
+    folder = store.vault.memory_dirs[status]
     with store.vault.lock():
         cur = _current(store, rec)
         path = cur.path
-        if not path.startswith(archive_dir + "/"):
-            path = store.vault.move(cur.path, archive_dir)
+        if not path.startswith(folder + "/"):
+            path = store.vault.move(cur.path, folder)
             store.index.refresh([path], removed=[cur.path])
         moved = store.index.get(path)
         assert moved is not None
-        store.modify(moved, lambda _c: {"status": "archived", "archived_at": now, **dict(extra or {})})
+        store.modify(moved, lambda _c: {"status": status, **dict(changes)})
     return path
 
 
@@ -569,3 +578,110 @@ def _append_relation(store: "MemoryStore", rec: Record, relation_type: str, targ
         store.vault.write_text(path, new_text)
         store.index.refresh([cur.path])
     return 1
+
+
+# -- deep consolidation (Mnemosyne's memory_consolidate) ------------------------------------------
+
+CONTRADICTION_BAND = (0.70, 0.92)
+NEAR_DUPLICATE = 0.92
+POPULAR_USES = 10
+STALE_DAYS = 30.0
+STALE_IMPORTANCE = 0.3
+
+
+def negated(text: str) -> bool:
+    """True when the text asserts a negation an odd number of times ("not", "never", "don't" ...)."""
+    return len(NEGATION.findall(text)) % 2 == 1
+
+
+def deep_consolidate(store: "MemoryStore", batch: int = 100) -> dict[str, Any]:
+    """Mnemosyne's four phases over the `batch` most recently used active/promoted memories.
+
+    1. contradictions: similarity in [0.70, 0.92) and a negation mismatch; surfaced as
+       `contradicts` relations both ways (in the vault, where a person sees them).
+    2. near-duplicates (>= 0.92): the version with more uses is kept and takes the other's
+       tags, entities, uses and times; the other is archived (`consolidated_from` link).
+    3. popular promotion: use_count > 10 -> moved to memory/ltm, status promoted.
+    4. stale demotion: 30+ days idle and decay score < 0.3 (importance): a promoted memory
+       goes back to memory/stm; an active one loses 0.1 strength (not below 1.0).
+    """
+    import time
+
+    if not 1 <= batch <= 1000:
+        raise InvalidInput(f"batch must be between 1 and 1000, got {batch}")
+    started = time.perf_counter()
+    now = store.now()
+    records = active_records(store)
+    vectors = build_vectors(records)
+    order = sorted(range(len(records)), key=lambda i: (-(records[i].last_used or 0.0), records[i].id or ""))[:batch]
+    recs = [records[i] for i in order]
+    vecs = [vectors[i] for i in order]
+    pairs = similar_pairs(vecs, CONTRADICTION_BAND[0])
+    pairs.sort(key=lambda p: (-p[2], recs[p[0]].id or "", recs[p[1]].id or ""))
+    contradictions, merged = [], []
+    consumed: set[int] = set()
+    for i, j, s in pairs:
+        a, b = recs[i], recs[j]
+        if negated(a.content) != negated(b.content):
+            if s < CONTRADICTION_BAND[1]:
+                relate(store, a, b, "contradicts")
+                relate(store, b, a, "contradicts")
+                contradictions.append({"id1": a.id, "id2": b.id, "similarity": round(s, 4),
+                                       "content1_preview": preview(a.content), "content2_preview": preview(b.content)})
+            continue
+        if s >= NEAR_DUPLICATE and i not in consumed and j not in consumed:
+            keep, drop = sorted((a, b), key=lambda r: (-r.use_count, r.created or 0.0, r.id or ""))
+            merged.append(absorb(store, keep, drop, now, s))
+            consumed.update((i, j))
+    promoted, demoted = [], []
+    for n, rec in enumerate(recs):
+        if n in consumed:
+            continue
+        cur = store.index.get(rec.path) or rec
+        if cur.status == "active" and cur.use_count > POPULAR_USES:
+            path = move_record(store, cur, "promoted", {"promoted_at": now})
+            promoted.append({"memory_id": cur.id, "vault_path": path, "use_count": cur.use_count})
+            continue
+        idle = (now.timestamp() - (cur.last_used or now.timestamp())) / 86400
+        if idle >= STALE_DAYS and not cur.pinned and store.score_of(cur, now) < STALE_IMPORTANCE:
+            if cur.status == "promoted":
+                path = move_record(store, cur, "active", {"demoted_at": now})
+                demoted.append({"memory_id": cur.id, "vault_path": path, "action": "moved to short-term"})
+            elif cur.strength > 1.0:
+                store.modify(cur, lambda c: {"strength": round(max(1.0, c.strength - 0.1), 3), "demoted_at": now})
+                demoted.append({"memory_id": cur.id, "vault_path": cur.path, "action": "strength lowered"})
+    return {
+        "success": True,
+        "contradictions": len(contradictions),
+        "nearDuplicatesMerged": len(merged),
+        "popularPromoted": len(promoted),
+        "staleDemoted": len(demoted),
+        "processedCount": len(recs),
+        "durationMs": int((time.perf_counter() - started) * 1000),
+        "contradiction_pairs": contradictions,
+        "merged": merged,
+        "promoted": promoted,
+        "demoted": demoted,
+    }
+
+
+def absorb(store: "MemoryStore", keep: Record, drop: Record, now: dt.datetime, similarity_: float) -> dict[str, Any]:
+    """Near-duplicate merge: `keep` takes `drop`'s metadata, `drop` is archived."""
+    with store.vault.lock():
+        other = _current(store, drop)
+
+        def change(cur: Record) -> dict[str, Any]:
+            return {
+                "use_count": cur.use_count + other.use_count,
+                "last_used": dt.datetime.fromtimestamp(max(cur.last_used or 0.0, other.last_used or 0.0),
+                                                       dt.timezone.utc),
+                "created": dt.datetime.fromtimestamp(min(cur.created or 0.0, other.created or 0.0), dt.timezone.utc),
+                "strength": max(cur.strength, other.strength),
+                "tags": _union([cur.tags, other.tags]),
+                "entities": _union([cur.entities, other.entities]),
+            }
+
+        kept = store.modify(_current(store, keep), change)
+        _append_relation(store, kept, "consolidated_from", _stem(other.path))
+        path = archive_record(store, other, now, {"consolidated_into": f"[[{_stem(kept.path)}]]"})
+    return {"kept_id": keep.id, "archived_id": drop.id, "archived_path": path, "similarity": round(similarity_, 4)}

@@ -378,6 +378,12 @@ class MemoryStore:
         return consolidate.consolidate(self, cluster_id, mode, auto_detect, cohesion_threshold,
                                        threshold, max_cluster_size)
 
+    def deep_consolidate(self, batch: int = 100) -> dict[str, Any]:
+        """Mnemosyne's memory_consolidate: contradictions, near-duplicates, promotion, demotion."""
+        from vaultmem import consolidate
+
+        return consolidate.deep_consolidate(self, batch)
+
     # -- stats and index upkeep ---------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         self.sync()

@@ -423,5 +423,67 @@ def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_t
             click.echo(f"{item['cluster_id']}: new memory {item['new_path']}, archived {item['archived_count']}")
 
 
+@cli.group()
+def pipeline() -> None:
+    """The consolidation pipeline: proposals you approve in a review note."""
+
+
+@pipeline.command(name="run")
+@click.option("--agent", type=click.Choice(["decay", "cluster", "merge", "promote", "relations"]),
+              help="Run one stage only.")
+@click.option("--dry-run", is_flag=True, help="Show the proposals; write nothing.")
+@click.option("--scheduled", is_flag=True, help="Run only if the last run is older than --interval-hours.")
+@click.option("--interval-hours", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="With --scheduled: hours between runs.")
+@vault_option
+@output_options
+@handle_errors
+def pipeline_run(agent: str | None, dry_run: bool, scheduled: bool, interval_hours: float,
+                 vault: str | None, as_json: bool) -> None:
+    """Run decay -> cluster -> merge -> promote -> relations and file a review note.
+
+    \b
+    Example:
+      vaultmem pipeline run --dry-run
+      vaultmem pipeline run --scheduled --interval-hours 24
+    """
+    result = _store(vault).pipeline_run(agent=agent, dry_run=dry_run, scheduled=scheduled,
+                                        interval_hours=interval_hours)
+    if as_json:
+        emit_json(result)
+        return
+    if not result["skipped"]:
+        for stage in ("decay", "cluster", "merge", "promote", "relations"):
+            if stage in result:
+                click.echo(f"{stage:<10} {len(result[stage])}")
+    click.echo(result["message"])
+
+
+@pipeline.command(name="apply-review")
+@click.argument("file", required=False)
+@vault_option
+@output_options
+@handle_errors
+def pipeline_apply_review(file: str | None, vault: str | None, as_json: bool) -> None:
+    """Carry out the proposals ticked in review notes (each once) and mark them done.
+
+    \b
+    Example:
+      vaultmem pipeline apply-review
+      vaultmem pipeline apply-review memory/reviews/2026-11-22.md
+    """
+    result = _store(vault).apply_review(file)
+    if as_json:
+        emit_json(result)
+    else:
+        for item in result["applied"]:
+            click.echo(f"applied {item['action']}: {', '.join(i[:8] for i in item['memory_ids'])}")
+        for item in result["failed"]:
+            click.echo(f"failed {item['action']}: {item['error']}")
+        click.echo(result["message"])
+    if result["failed"]:
+        sys.exit(1)
+
+
 def main() -> None:
     cli()

@@ -513,7 +513,13 @@ def consolidate(store: "MemoryStore", cluster_id_: str | None = None, mode: str 
                                f"{cohesion_threshold}; link it with --mode link or lower --cohesion-threshold")
     else:
         chosen = [c for c in clusters if c.cohesion >= cohesion_threshold]
+    skipped = []
+    if auto_detect and mode == "apply":  # never merge a contradiction unattended
+        skipped = [c.id for c in chosen if has_contradiction(c.records)]
+        chosen = [c for c in chosen if c.id not in skipped]
     base = {"success": True, "mode": mode, "auto_detect": auto_detect, "candidates_found": len(chosen)}
+    if skipped:
+        base["skipped_contradictions"] = skipped
     if mode == "preview":
         return {**base, "previews": [preview_dict(c) for c in chosen],
                 "message": f"{len(chosen)} clusters would be merged (preview: nothing written)"}
@@ -592,6 +598,11 @@ STALE_IMPORTANCE = 0.3
 def negated(text: str) -> bool:
     """True when the text asserts a negation an odd number of times ("not", "never", "don't" ...)."""
     return len(NEGATION.findall(text)) % 2 == 1
+
+
+def has_contradiction(records: Sequence[Record]) -> bool:
+    """True when some members assert a negation and others do not."""
+    return len({negated(r.content) for r in records}) > 1
 
 
 def deep_consolidate(store: "MemoryStore", batch: int = 100) -> dict[str, Any]:

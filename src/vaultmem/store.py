@@ -384,6 +384,19 @@ class MemoryStore:
 
         return consolidate.deep_consolidate(self, batch)
 
+    def pipeline_run(self, agent: str | None = None, dry_run: bool = False, scheduled: bool = False,
+                     interval_hours: float = 1.0) -> dict[str, Any]:
+        """The five-stage consolidation pipeline; proposals go to a review note."""
+        from vaultmem import pipeline
+
+        return pipeline.run(self, agent, dry_run, scheduled, interval_hours)
+
+    def apply_review(self, file: str | None = None) -> dict[str, Any]:
+        """Carry out the ticked proposals of review notes once and mark them done."""
+        from vaultmem import pipeline
+
+        return pipeline.apply_review(self, file)
+
     # -- stats and index upkeep ---------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         self.sync()

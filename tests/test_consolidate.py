@@ -78,6 +78,8 @@ def test_clusters_are_exact(store, fx):
     assert pg["cohesion"] == 1.0 and pg["suggested_action"] == "auto-merge" and pg["size"] == 2
     assert pg["content_previews"] == ["The staging database runs PostgreSQL 16 on port 5433."] * 2
     assert set(pg) == {"id", "size", "cohesion", "suggested_action", "memory_ids", "content_previews"}
+    assert got[tuple(ids(fx, "dark", "notdark"))]["suggested_action"] == "review-contradiction"
+    assert got[tuple(ids(fx, "jwt1", "jwt2", "jwt3"))]["suggested_action"] == "llm-review"
     # unrelated notes never cluster, even at a low threshold
     low = store.cluster(threshold=0.5)
     members = {m for c in low["clusters"] for m in c["memory_ids"]}
@@ -283,3 +285,25 @@ def test_cli_deep(runner, vault_path):
     assert out.output.splitlines()[:4] == ["Contradictions found: 0", "Duplicates merged:    1",
                                            "Popular promoted:     0", "Stale demoted:        0"]
     assert out.output.splitlines()[4].startswith("Processed 2 memories in ")
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_word = st.sampled_from(["alpha", "beta", "gamma", "delta", "port", "jwt", "cache", "redis", "tuesday", "deploy"])
+_sentence = st.lists(_word, min_size=1, max_size=6).map(lambda ws: " ".join(ws).capitalize() + ".")
+_text = st.lists(_sentence, min_size=1, max_size=4).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_text, min_size=1, max_size=5))
+def test_merge_loses_no_information(texts):
+    merged = C.merge_contents(texts)
+    kept = [C._words(s) for para in C.split_sentences(merged) for s in para]
+    for text in texts:
+        for para in C.split_sentences(text):
+            for sentence in para:
+                words = C._words(sentence)
+                # every input sentence survives, or one kept sentence holds (nearly) all its words
+                assert any(words <= k or (len(words & k) / len(words | k) >= 0.8 and len(words) <= len(k))
+                           for k in kept)
+    assert len(merged) <= len(" ".join(texts)) + 2 * len(texts)

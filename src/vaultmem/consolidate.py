@@ -220,12 +220,17 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
+def cluster_action(c: Cluster) -> str:
+    """`suggested_action`, except that members disagreeing on a negation need a person."""
+    return "review-contradiction" if has_contradiction(c.records) else suggested_action(c.cohesion)
+
+
 def cluster_dict(c: Cluster) -> dict[str, Any]:
     return {
         "id": c.id,
         "size": c.size,
         "cohesion": c.cohesion,
-        "suggested_action": suggested_action(c.cohesion),
+        "suggested_action": cluster_action(c),
         "memory_ids": [r.id for r in c.records],
         "content_previews": [preview(r.content) for r in c.records],
     }

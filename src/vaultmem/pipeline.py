@@ -77,7 +77,7 @@ def cluster_agent(records: Sequence[Record]) -> tuple[list[dict[str, Any]], list
     """ClusterDetector: clusters at the default threshold with the seed's action levels."""
     clusters = C.find_clusters(records)
     return [{"cluster_id": c.id, "memory_ids": [r.id for r in c.records], "cohesion": c.cohesion,
-             "action": C.suggested_action(c.cohesion)} for c in clusters], clusters
+             "action": C.cluster_action(c)} for c in clusters], clusters
 
 
 def merge_agent(clusters: Sequence[C.Cluster]) -> list[dict[str, Any]]:

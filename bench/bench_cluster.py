@@ -57,8 +57,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--threshold", type=float, default=0.83)
+    parser.add_argument("--pipeline", action="store_true",
+                        help="also time `pipeline run --dry-run` and `consolidate --deep --batch 1000`")
     args = parser.parse_args()
-    print(f"{'memories':>9} {'build+index s':>14} {'cluster s':>10} {'clusters':>9} {'duplicates s':>13} {'pairs':>6}")
+    head = f"{'memories':>9} {'build+index s':>14} {'cluster s':>10} {'clusters':>9} {'duplicates s':>13} {'pairs':>6}"
+    print(head + (f" {'pipeline s':>11} {'deep s':>7}" if args.pipeline else ""))
     for n in args.n:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp) / "vault"
@@ -72,9 +75,17 @@ def main() -> None:
             t0 = time.perf_counter()
             dups = store.cluster(find_duplicates=True)
             dup_took = time.perf_counter() - t0
+            extra = ""
+            if args.pipeline:
+                t0 = time.perf_counter()
+                store.pipeline_run(dry_run=True)
+                extra = f" {time.perf_counter() - t0:>11.2f}"
+                t0 = time.perf_counter()
+                store.deep_consolidate(batch=1000)
+                extra += f" {time.perf_counter() - t0:>7.2f}"
             store.close()
         print(f"{n:>9} {built:>14.1f} {took:>10.2f} {result['clusters_found']:>9} {dup_took:>13.2f} "
-              f"{dups['duplicates_found']:>6}")
+              f"{dups['duplicates_found']:>6}" + extra)
 
 
 if __name__ == "__main__":

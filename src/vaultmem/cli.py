@@ -455,7 +455,8 @@ def pipeline_run(agent: str | None, dry_run: bool, scheduled: bool, interval_hou
     if not result["skipped"]:
         for stage in ("decay", "cluster", "merge", "promote", "relations"):
             if stage in result:
-                click.echo(f"{stage:<10} {len(result[stage])}")
+                extra = sum(1 for m in result[stage] if m.get("status") == "contradiction")
+                click.echo(f"{stage:<10} {len(result[stage])}" + (f" ({extra} contradictions, not proposed)" if extra else ""))
     click.echo(result["message"])
 
 

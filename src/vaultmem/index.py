@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 import shutil
@@ -213,12 +214,15 @@ def _schema() -> Any:
 
 def _document(rec: Record) -> dict[str, Any]:
     text = getattr(rec, "_full_text", rec.content)
+    title = rec.title
+    if rec.kind == "memory" and title.startswith(notes.slugify(rec.content)):
+        title = ""  # vaultmem's own file name repeats the first words: counting them twice skews BM25
     return {
         "path": rec.path,
         "id": rec.id or "",
         "kind": rec.kind,
         "status": rec.status or "",
-        "title": rec.title.replace("-", " "),
+        "title": title.replace("-", " "),
         "content": text,
         "tags": ",".join(rec.tags),
         "entities": " ".join(rec.entities),
@@ -449,8 +453,14 @@ class Index:
         allowed = self._allowed(searcher, filters)
         if not allowed:
             return [], True
-        hits = searcher.search(parsed, limit=limit, filter=allowed)
-        found = [(hit["path"], float(hit.score)) for hit in hits]
+        hits = searcher.search(parsed, limit=limit, filter=allowed, terms=True)
+        stem = _stemmer()
+        wanted = {stem(t) for f, t in parsed.iter_all_terms() if f in SEARCH_FIELDS}
+        found = []
+        for hit in hits:
+            matched = {stem(t) for f, t in hit.matched_terms()} & wanted
+            found.append((hit["path"], coordinated(float(hit.score), len(matched), len(wanted))))
+        found.sort(key=lambda item: -item[1])
         return found, len(found) < limit
 
     def _searcher(self) -> Any:
@@ -484,6 +494,34 @@ class Index:
                 with contextlib.suppress(OSError):
                     total += os.path.getsize(os.path.join(folder, name))
         return total
+
+
+COORD_POWER = 2.0
+
+
+def coordinated(bm25: float, matched_words: int, query_words: int) -> float:
+    """BM25F scaled by the share of the query's words a note contains: (m / n) ** 2.
+
+    Plain OR lets a short note with two of three words outrank the note with all three;
+    Whoosh's own coordination bonus is negligible when words are spread over four fields.
+    """
+    if query_words <= 1:
+        return bm25
+    return bm25 * (max(matched_words, 1) / query_words) ** COORD_POWER
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Callable[[Any], str]:
+    """Map a matched term (bytes or str, from any field) to its content-field form."""
+    analyzer = _analyzer()
+
+    @functools.lru_cache(maxsize=20000)
+    def stem(term: Any) -> str:
+        text = term.decode("utf-8", "replace") if isinstance(term, bytes) else str(term)
+        tokens = [t.text for t in analyzer(text)]
+        return tokens[0] if tokens else text.lower()
+
+    return stem
 
 
 def _any_of(field: str, values: Sequence[str]) -> Any:

@@ -92,6 +92,10 @@ def check_ref(param: str, value: str) -> str:
     return ref
 
 
+def not_found(ref: str, param: str = "memory_id") -> str:
+    return f"{param}: no memory matches {ref!r}; find the id with search_memory"
+
+
 def paginate(items: list[Any], page: int | None, page_size: int | None) -> tuple[list[Any], dict[str, Any]]:
     """One page of `items` and the seed's pagination block."""
     page = page or 1
@@ -214,7 +218,7 @@ def touch_memory(
     try:
         return store.touch(ref, boost_strength=boost_strength)
     except NotFound:
-        raise NotFound(f"memory_id: no memory matches {ref!r}; find the id with search_memory") from None
+        raise NotFound(not_found(ref)) from None
 
 
 @tool(writes_vault=False, title="Open memories by id")
@@ -358,6 +362,8 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
         try:
             ref = check_ref("memory_id", memory_id)
             return (await bridge.run(lambda: bridge.store.note_text(ref)))["text"]
+        except NotFound:
+            raise ResourceNotFoundError(not_found(memory_id)) from None
         except VaultmemError as exc:
             raise ResourceNotFoundError(str(exc)) from None
 

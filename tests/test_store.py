@@ -347,3 +347,14 @@ def test_file_name_words_of_a_memory_are_not_counted_twice(store, vault_path):
     from vaultmem.index import _document
 
     assert _document(rec)["title"] == ""
+
+
+def test_freshness_ttl_skips_rescans_but_not_own_writes(store, vault_path):
+    store.freshness_ttl = 3600
+    store.sync()
+    (vault_path / "memory/stm/by-hand.md").write_text("typed in Obsidian just now\n")
+    assert store.search("obsidian")["count"] == 0  # within the TTL: not rescanned yet
+    mid = store.save("saved through vaultmem")["memory_id"]
+    assert store.search("saved")["results"][0]["id"] == mid
+    store.freshness_ttl = 0.0
+    assert store.search("obsidian")["count"] == 1

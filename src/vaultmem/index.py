@@ -474,14 +474,15 @@ class Index:
         return found, len(found) < limit
 
     def _searcher(self) -> Any:
-        """One searcher per index generation, refreshed (cheaply) when another writer committed."""
+        """One searcher per index generation, reopened when a writer (any process) committed."""
         ix = self.ix
         if self._search is None or self._search_ix is not ix:
             self._search, self._search_ix, self._allowed_cache = ix.searcher(), ix, {}
-        else:
-            fresh = self._search.refresh()
-            if fresh is not self._search:
-                self._search, self._allowed_cache = fresh, {}
+        elif not self._search.up_to_date():
+            # A fresh searcher, not refresh(): whoosh3's refresh crashes when the old reader
+            # was an EmptyReader (an index with no segments yet).
+            self._search.close()
+            self._search, self._allowed_cache = ix.searcher(), {}
         return self._search
 
     def _allowed(self, searcher: Any, filters: list[Any]) -> Any:

@@ -382,6 +382,9 @@ def configure_logging(level: int = logging.INFO) -> None:
 def serve(store: MemoryStore, *, read_only: bool = False) -> None:
     """Run the stdio server until the client closes stdin."""
     configure_logging()
+    # An assistant makes bursts of calls: re-scan the vault for Obsidian edits at most once
+    # a second instead of before every call (10,000 stats each time).
+    store.freshness_ttl = 1.0
     server = build_server(store, read_only=read_only)
     tools = sorted(spec.name for spec in TOOLS.values() if not (read_only and spec.writes_vault))
     log.info("vaultmem %s serving %s over stdio%s: %s", __version__, store.vault.root,

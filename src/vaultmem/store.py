@@ -58,6 +58,10 @@ class MemoryStore:
         self.index = Index(self.vault)
         self.clock = clock or system_clock
         self.last_sync: SyncReport | None = None
+        # Long-lived processes (MCP server) may skip re-scanning the vault for this many
+        # seconds after a scan; vaultmem's own writes are indexed at once either way.
+        self.freshness_ttl = 0.0
+        self._last_scan = float("-inf")
 
     # -- setup and freshness --------------------------------------------------------------
     def init(self) -> dict[str, Any]:
@@ -74,8 +78,13 @@ class MemoryStore:
 
     def sync(self, progress: Progress | None = None) -> SyncReport:
         """Pick up edits made outside vaultmem (Obsidian, sync clients) before a read."""
+        import time
+
         self.vault.require()
+        if self.freshness_ttl and time.monotonic() - self._last_scan < self.freshness_ttl:
+            return SyncReport()
         self.last_sync = self.index.sync(progress)
+        self._last_scan = time.monotonic()
         return self.last_sync
 
     def close(self) -> None:

@@ -297,11 +297,11 @@ def gc(store: "MemoryStore", apply: bool = False, delete: bool = False, limit: i
             done.append(cand)
     n = len(done)
     freed = round(sum(c.score for c in done), 4)
-    where = "moved to .trash/" if delete else f"moved to {store.settings.archive_dir.strip('/')}/"
+    target = ".trash/" if delete else f"{store.settings.archive_dir.strip('/')}/"
     verb = ("Would remove" if delete else "Would archive") if not apply else ("Removed" if delete else "Archived")
     message = f"{verb} {n} low-scoring memor{'y' if n == 1 else 'ies'} (threshold: {threshold:g})"
     if n:
-        message += f", {where}" if apply else f"; run with --apply to move them ({where.split(' ', 2)[2]})"
+        message += f", moved to {target}" if apply else f"; run with --apply to move them to {target}"
     if skipped:
         message += f"; skipped {len(skipped)} changed since selection"
     return {
@@ -700,10 +700,11 @@ def format_unified(results: list[dict[str, Any]], pagination: dict[str, Any], ve
     """The seed's formatted text block: one entry per result, best first."""
     if not results:
         return "No results found."
-    lines = [f"Found {pagination['total_count']} results (page {pagination['page']} of {pagination['total_pages']}):", ""]
+    lines = [f"Found {pagination['total_count']} result{'' if pagination['total_count'] == 1 else 's'} (page {pagination['page']} of {pagination['total_pages']}):", ""]
     first = (pagination["page"] - 1) * pagination["page_size"]
     for n, item in enumerate(results, first + 1):
-        lines.append(f"{n}. [{LABELS[item['source']]}] {item['content']}")
+        body = item["content"].strip().replace("\n", "\n   ")
+        lines.append(f"{n}. [{LABELS[item['source']]}] {body}")
         detail = f"   score: {item['score']:.4f}"
         if item["tags"]:
             detail += f" · tags: {', '.join(item['tags'])}"

@@ -296,7 +296,7 @@ def gc(store: "MemoryStore", apply: bool = False, delete: bool = False, limit: i
                     continue
             done.append(cand)
     n = len(done)
-    freed = round(sum(c.score for c in done), 4)
+    freed = round(float(sum(c.score for c in done)), 4)
     target = ".trash/" if delete else f"{store.settings.archive_dir.strip('/')}/"
     verb = ("Would remove" if delete else "Would archive") if not apply else ("Removed" if delete else "Archived")
     message = f"{verb} {n} low-scoring memor{'y' if n == 1 else 'ies'} (threshold: {threshold:g})"

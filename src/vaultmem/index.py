@@ -106,6 +106,8 @@ class SyncReport:
     unchanged: int = 0
     malformed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     rebuilt: bool = False
+    # memories whose `status` property disagrees with their folder (moved by hand)
+    status_mismatch: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -160,6 +162,7 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     memory = notes.memory_from_properties(props, split.body, rel, default_time)
     rec.id = memory.id
     rec.status = folder_status or memory.status
+    rec._declared_status = str(props.get("status") or "active")  # type: ignore[attr-defined]
     rec.content = memory.content
     rec.created = memory.created.timestamp()
     rec.last_used = memory.last_used.timestamp()
@@ -174,6 +177,12 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     rec.agent = memory.agent
     rec.props = memory.meta
     return rec
+
+
+def _note_mismatch(rec: Record, report: SyncReport) -> None:
+    declared = getattr(rec, "_declared_status", None)
+    if rec.kind == "memory" and declared is not None and declared != rec.status:
+        report.status_mismatch.append(rec.path)
 
 
 def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
@@ -360,6 +369,7 @@ class Index:
             records.append(rec)
             if rec.error:
                 report.malformed.append((rel, rec.error))
+            _note_mismatch(rec, report)
         writer = self.ix.writer(limitmb=128)
         try:
             for rel in removed:
@@ -407,6 +417,7 @@ class Index:
                 report.malformed.append((rel, rec.error))
             else:
                 writer.add_document(**_document(rec))
+            _note_mismatch(rec, report)
             rows.append(rec.row())
         writer.commit()
         with db:

@@ -475,8 +475,8 @@ def archive_record(store: "MemoryStore", rec: Record, now: dt.datetime,
 def move_record(store: "MemoryStore", rec: Record, status: str, changes: Mapping[str, Any]) -> str:
     """Move a memory to the folder of `status`, then set status and `changes` (under the lock).
 
-    A minimal move for archive, promotion and demotion; the lifecycle module's
-    `MemoryStore.promote` is the fuller version (criteria, reporting) once it is on main.
+    Used for archiving and for demotion back to short-term; promotion goes through
+    `MemoryStore.promote` (the lifecycle module).
     """
     folder = store.vault.memory_dirs[status]
     with store.vault.lock():
@@ -655,8 +655,11 @@ def deep_consolidate(store: "MemoryStore", batch: int = 100) -> dict[str, Any]:
             continue
         cur = store.index.get(rec.path) or rec
         if cur.status == "active" and cur.use_count > POPULAR_USES:
-            path = move_record(store, cur, "promoted", {"promoted_at": now})
-            promoted.append({"memory_id": cur.id, "vault_path": path, "use_count": cur.use_count})
+            # Mnemosyne promotes on popularity alone, so the lifecycle criteria are forced
+            result = store.promote(cur.id, apply=True, force=True)
+            if result["promoted_count"] == 1:
+                path = store.resolve(cur.id or "").path
+                promoted.append({"memory_id": cur.id, "vault_path": path, "use_count": cur.use_count})
             continue
         idle = (now.timestamp() - (cur.last_used or now.timestamp())) / 86400
         if idle >= STALE_DAYS and not cur.pinned and store.score_of(cur, now) < STALE_IMPORTANCE:

@@ -98,10 +98,11 @@ def merge_agent(clusters: Sequence[C.Cluster]) -> list[dict[str, Any]]:
 
 
 def promote_agent(store: "MemoryStore", records: Sequence[Record], now: dt.datetime) -> list[dict[str, Any]]:
-    """LTMPromoter: score >= promote_threshold (once used at least once), or use_count >= 5 in 14 days.
+    """LTMPromoter: the lifecycle module's criteria (`lifecycle.promotion_reason`), split by criterion.
 
-    A memory never used since it was saved does not qualify on score alone: its score is
-    its strength (>= 1.0), which would promote every new memory (a CortexGraph defect).
+    "score": score >= promote_threshold once used at least once (a never-used memory scores
+    its strength, >= 1.0, and must not qualify for being new); "use_count": >= 5 uses within
+    14 days of its creation.
     """
     s = store.settings
     ltm = store.vault.memory_dirs["promoted"]
@@ -112,8 +113,8 @@ def promote_agent(store: "MemoryStore", records: Sequence[Record], now: dt.datet
         criteria = []
         if rec.use_count >= 1 and store.score_of(rec, now) >= s.promote_threshold:
             criteria.append("score")
-        idle_days = (now.timestamp() - (rec.last_used or 0.0)) / 86400
-        if rec.use_count >= s.promote_use_count and idle_days <= s.promote_time_window_days:
+        age_days = (now.timestamp() - (rec.created or 0.0)) / 86400
+        if rec.use_count >= s.promote_use_count and age_days <= s.promote_time_window_days:
             criteria.append("use_count")
         if criteria:
             results.append({"memory_id": rec.id, "vault_path": f"{ltm}/{_stem(rec)}.md", "criteria_met": criteria})
@@ -333,10 +334,11 @@ def apply_action(store: "MemoryStore", action: str, ids: Sequence[str]) -> dict[
     if action == "promote":
         if rec.status != "active":
             raise VaultmemError(f"{rec.path} is {rec.status}, not active; nothing promoted")
-        promote = getattr(store, "promote", None)
-        path = promote(rec.id)["vault_path"] if callable(promote) else \
-            C.move_record(store, rec, "promoted", {"promoted_at": now})
-        return {"action": action, "memory_ids": list(ids), "vault_path": path}
+        # the person approved it: force past the criteria (they may have shifted since the run)
+        result = store.promote(rec.id, apply=True, force=True)
+        if result["promoted_count"] != 1:
+            raise VaultmemError(result["skipped"][0]["reason"] if result["skipped"] else result["message"])
+        return {"action": action, "memory_ids": list(ids), "vault_path": store.resolve(rec.id or "").path}
     if action == "touch":
         result = store.touch(rec.id or rec.path)
         return {"action": action, "memory_ids": list(ids), "new_score": result["new_score"]}

@@ -631,7 +631,7 @@ def pipeline_run(agent: str | None, dry_run: bool, scheduled: bool, interval_hou
         for stage in ("decay", "cluster", "merge", "promote", "relations"):
             if stage in result:
                 extra = sum(1 for m in result[stage] if m.get("status") == "contradiction")
-                click.echo(f"{stage:<10} {len(result[stage])}" + (f" ({extra} contradictions, not proposed)" if extra else ""))
+                click.echo(f"{stage:<10} {len(result[stage])}" + (f" ({extra} contradiction{'s' if extra > 1 else ''}, not proposed)" if extra else ""))
     click.echo(result["message"])
 
 

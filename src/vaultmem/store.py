@@ -308,7 +308,7 @@ class MemoryStore:
         limit = max(self.settings.search_candidates, top_k * 5)
         while True:
             hits, complete = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
-                                            since=since, limit=limit)
+                                               limit=limit)
             if not hits:
                 return []
             best = hits[0][1] or 1.0
@@ -318,6 +318,8 @@ class MemoryStore:
                 rec = records.get(path)
                 if rec is None:
                     continue
+                if since is not None and (rec.last_used or 0) < since.timestamp():
+                    continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
                 s = self.score_of(rec, now)
                 if min_score is not None and s < min_score:
                     continue
@@ -325,7 +327,7 @@ class MemoryStore:
                 ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
             if len(ranked) >= top_k or complete:
                 break
-            limit *= 4  # the score filter dropped too many: widen the candidate set
+            limit *= 4  # the score or window filter dropped too many: widen the candidate set
         ranked.sort(key=lambda r: (-r[3], r[0].path))
         return ranked
 

@@ -450,6 +450,33 @@ def stats(vault: str | None, as_json: bool) -> None:
     click.echo(f"index size:       {result['index_bytes'] / 1024:.0f} KiB")
 
 
+@cli.command()
+@vault_option
+@output_options
+@handle_errors
+def config(vault: str | None, as_json: bool) -> None:
+    """Show every setting, its effective value and where it came from.
+
+    Set them in <vault>/.vaultmem/config.yaml (`name: value`) or as VAULTMEM_<NAME>
+    environment variables (CortexGraph's CORTEXGRAPH_* names work too).
+
+    \b
+    Example:
+      vaultmem config
+      VAULTMEM_DECAY_MODEL=exponential vaultmem config --json
+    """
+    from vaultmem.config import describe_settings, resolve_vault
+
+    root = resolve_vault(vault)
+    result = describe_settings(root)
+    if as_json:
+        emit_json({"success": True, "vault": str(root), "settings": result})
+        return
+    width = max(len(name) for name in result)
+    for name, item in result.items():
+        click.echo(f"{name:<{width}}  {item['value']!s:<12}  ({item['source']})")
+
+
 @cli.group()
 def index() -> None:
     """Look after the derived search index in .vaultmem/index/."""

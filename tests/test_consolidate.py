@@ -307,3 +307,42 @@ def test_merge_loses_no_information(texts):
                 assert any(words <= k or (len(words & k) / len(words | k) >= 0.8 and len(words) <= len(k))
                            for k in kept)
     assert len(merged) <= len(" ".join(texts)) + 2 * len(texts)
+
+
+def test_clustering_reads_the_catalog_not_the_files(store, fx, monkeypatch):
+    store.sync()
+    import vaultmem.index as index_module
+
+    def no_reads(*_a, **_k):
+        raise AssertionError("clustering re-read a note file")
+
+    monkeypatch.setattr(index_module, "read_record", no_reads)
+    monkeypatch.setattr(index_module, "record_from_text", no_reads)
+    assert store.cluster(threshold=0.7)["clusters_found"] == 3
+    assert store.cluster(find_duplicates=True)["duplicates_found"] == 1
+
+
+def test_candidate_generation_is_not_quadratic(monkeypatch):
+    """At 3,000 memories of a realistic vocabulary, far fewer than N²/2 pairs are scored."""
+    import random
+
+    rng = random.Random(3)
+    vocab = [f"w{i}" for i in range(5000)]
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    vectors = [C._normalise({w: 1.0 for w in rng.choices(vocab, weights, k=10)}) for _ in range(3000)]
+    calls = 0
+    real = C.similarity
+
+    def counting(a, b):
+        nonlocal calls
+        calls += 1
+        return real(a, b)
+
+    monkeypatch.setattr(C, "similarity", counting)
+    C.similar_pairs(vectors, 0.83)
+    assert calls < 3000 * 2999 / 2 / 50
+
+
+def test_cli_deep_runs_alone(runner):
+    out = invoke(runner, "consolidate", "--deep", "--auto")
+    assert out.exit_code == 2 and "Error: --deep runs on its own; drop --cluster/--auto" in out.output

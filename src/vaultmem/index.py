@@ -321,6 +321,7 @@ class Index:
             new, changed, removed = self.diff(on_disk)
         except sqlite3.DatabaseError:
             return self.rebuild(progress)
+        self.remove_leftovers()
         if not (new or changed or removed):
             return SyncReport(unchanged=len(on_disk))
         with self.vault.lock():
@@ -336,6 +337,19 @@ class Index:
                 return self._rebuild_locked(progress)
             report.added, report.updated, report.removed = len(new), len(changed), len(removed)
         return report
+
+    def remove_leftovers(self) -> list[str]:
+        """Clean up after killed processes: stale temp files the last scan met, a half-built index."""
+        removed = self.vault.remove_stale_temp_files() if self.vault.temp_files else []
+        building = self.dir.with_name("index.building")
+        old = self.dir.with_name("index.old")
+        if building.exists() or old.exists():
+            with self.vault.lock():  # a rebuild in progress holds the lock: these are left over
+                for leftover in (building, old):
+                    if leftover.exists():
+                        shutil.rmtree(leftover, ignore_errors=True)
+                        removed.append(self.vault.rel(leftover) + "/")
+        return removed
 
     def refresh(self, paths: Iterable[str], removed: Iterable[str] = ()) -> SyncReport:
         """Re-index specific files right after vaultmem wrote, moved or removed them."""

@@ -523,6 +523,7 @@ class MemoryStore:
         """Notes on disk vs indexed, without syncing first: what a sync would change."""
         self.vault.require()
         on_disk = self.vault.scan()
+        self.index.remove_leftovers()
         if not (self.vault.index_dir / "catalog.sqlite").exists():
             return {"success": True, "notes_on_disk": len(on_disk), "indexed": 0, "stale": [],
                     "missing_from_index": sorted(on_disk), "deleted_from_disk": [], "malformed": [],

@@ -15,6 +15,9 @@ from vaultmem.errors import InvalidInput, VaultmemError
 SKIP_DIRS = {".obsidian", ".trash", ".git", ".vaultmem", "node_modules", ".stfolder", ".stversions"}
 TMP_MARK = ".vaultmem-tmp-"
 LOCK_TIMEOUT = 60.0
+# A temp file whose writer is gone (or, from another host, older than this) is removed by sync.
+STALE_TMP_SECONDS = 60.0
+_TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)-")
 
 # `.gitignore` written into .vaultmem/: the index is derived and never worth committing.
 _GITIGNORE = "# derived from the notes by `vaultmem index rebuild`\nindex/\nlock\nstate/\n"
@@ -107,8 +110,12 @@ class Vault:
 
     # -- scanning -------------------------------------------------------------------------
     def scan(self) -> dict[str, tuple[int, int]]:
-        """Every markdown note: vault-relative path -> (mtime_ns, size)."""
+        """Every markdown note: vault-relative path -> (mtime_ns, size).
+
+        Temp files of interrupted writes met on the way are kept in `self.temp_files`.
+        """
         found: dict[str, tuple[int, int]] = {}
+        temp: list[str] = []
         root = str(self.root)
         prefix_len = len(root) + 1
         stack = [root]
@@ -122,6 +129,8 @@ class Vault:
                 for entry in entries:
                     name = entry.name
                     if name.startswith("."):
+                        if TMP_MARK in name:
+                            temp.append(entry.path)
                         continue
                     try:
                         if entry.is_dir(follow_symlinks=False):
@@ -132,11 +141,44 @@ class Vault:
                             found[entry.path[prefix_len:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
                     except OSError:
                         continue
+        for folder in (self.state_dir, self.state_dir / "state"):  # skipped by the walk above
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                temp.extend(e.path for e in entries if TMP_MARK in e.name)
+        self.temp_files = temp
         return found
 
+    temp_files: list[str] = []
+
     def stray_temp_files(self) -> list[Path]:
-        """Temp files a killed vaultmem process left behind."""
+        """Temp files a killed vaultmem process left behind (a full walk; for tests and doctor)."""
         return [p for p in self.root.rglob(f".*{TMP_MARK}*") if ".obsidian" not in p.parts]
+
+    def remove_stale_temp_files(self, paths: list[str] | None = None, now: float | None = None) -> list[str]:
+        """Delete temp files whose writer died (pid gone) or that are older than a minute.
+
+        A temp file is never a note: it is the unfinished copy of a write that did not reach
+        `os.replace`, so removing it loses nothing. Returns the vault-relative paths removed.
+        """
+        import time
+
+        now = time.time() if now is None else now
+        removed: list[str] = []
+        for path in self.temp_files if paths is None else paths:
+            name = os.path.basename(path)
+            match = _TMP_PID.search(name)
+            try:
+                age = now - os.stat(path, follow_symlinks=False).st_mtime
+            except OSError:
+                continue
+            if not (age > STALE_TMP_SECONDS or (match and not _pid_alive(int(match.group(1))))):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(self.rel(path))
+        return removed
+
+    def _temp_prefix(self, path: Path) -> str:
+        return f".{path.name[:60]}{TMP_MARK}{os.getpid()}-"
 
     # -- writing --------------------------------------------------------------------------
     def write_text(self, path: Path, text: str) -> None:
@@ -144,7 +186,7 @@ class Vault:
         import tempfile
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:60]}{TMP_MARK}", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(path), dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
                 handle.write(text)
@@ -165,7 +207,7 @@ class Vault:
         import tempfile
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:60]}{TMP_MARK}", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(path), dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
                 handle.write(text)
@@ -222,6 +264,19 @@ class Vault:
             yield
         finally:
             lock.release()
+
+
+def _pid_alive(pid: int) -> bool:
+    """True when a process with this id runs on this machine (or we may not signal it)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 _ILLEGAL_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]')

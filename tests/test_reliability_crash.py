@@ -1,0 +1,218 @@
+"""SIGKILL at every write step (and at random moments): every note fully old or fully new.
+
+Two kinds of kill:
+- deterministic: a forked child runs one operation with `os.replace/rename/link/unlink/fsync`
+  wrapped so that it SIGKILLs itself just before the k-th such call, for k = 1..N (every
+  step between two file-system changes, including Whoosh's commit renames);
+- random: a `python -m vaultmem`-like worker loops over mixed operations and is SIGKILLed
+  at a random offset (the parent never times anything, it only picks the moment).
+After each kill the next command must find: every memory note parses, every id in exactly
+one file, no temp file left, no half-built index, `index status` clean.
+
+VAULTMEM_SOAK=1 runs every kill point of every operation and 60 random kills.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from reliability_helpers import (SOAK, check_after_next_command, ids_by_file, mid, open_store, report, seed,
+                                 snapshot, temp_files)
+
+HOOKED = ("replace", "rename", "link", "unlink", "fsync")
+FIGURES: dict[str, int] = {"kills": 0, "temp_files_left_by_kills": 0, "stale_index_after_kill": 0}
+
+
+def _prepare(vault: Path) -> None:
+    store = open_store(vault)
+    store.init()
+    seed(vault)
+    store.sync()
+    for i in range(3):  # promotion fodder: used once, fresh
+        store.touch(mid(200 + i))
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("crash") / "template"
+    _prepare(path)
+    return path
+
+
+def _edit_then_sync(store: Any) -> Any:
+    path = store.vault.root / "memory" / "stm" / f"fresh-fact-5-{mid(205)[:8]}.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("option 5", "option five"), encoding="utf-8")
+    return store.sync()
+
+
+OPERATIONS: dict[str, Callable[[Any], Any]] = {
+    "save": lambda s: s.save("A new memory written while the process may die.", tags=["crash"]),
+    "touch": lambda s: s.touch(mid(206), boost_strength=True),
+    "gc apply": lambda s: s.gc(apply=True),
+    "gc delete": lambda s: s.gc(apply=True, delete=True, limit=2),
+    "promote apply": lambda s: s.promote(auto=True),
+    "consolidate apply": lambda s: s.consolidate(auto_detect=True, mode="apply", cohesion_threshold=0.5),
+    "index rebuild": lambda s: s.rebuild_index(),
+    "index commit": _edit_then_sync,
+}
+
+
+def _run_child(vault: Path, op: str, kill_at: int | None) -> tuple[int, int]:
+    """Fork; the child runs `op` and SIGKILLs itself before hooked call `kill_at`.
+
+    Returns (exit signal or code, number of hooked calls the child made, when it finished).
+    """
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.close(read_fd)
+            calls = [0]
+
+            def wrap(name: str) -> None:
+                real = getattr(os, name)
+
+                def hooked(*args: Any, **kwargs: Any) -> Any:
+                    calls[0] += 1
+                    if kill_at is not None and calls[0] == kill_at:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    return real(*args, **kwargs)
+
+                setattr(os, name, hooked)
+
+            store = open_store(vault)
+            store.sync()  # the index is fresh before the operation: count only its own steps
+            for name in HOOKED:
+                wrap(name)
+            OPERATIONS[op](store)
+            os.write(write_fd, str(calls[0]).encode())
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            import traceback
+
+            traceback.print_exc()
+            os._exit(3)
+    os.close(write_fd)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(read_fd) as pipe:
+        made = pipe.read()
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status), 0
+    return os.WEXITSTATUS(status), int(made or 0)
+
+
+def _check(vault: Path, before: dict[str, bytes], op: str) -> None:
+    """Fully old or fully new, each id once, nothing lost; then the next command cleans up."""
+    after_ids = ids_by_file(vault)  # every note parses and ends with its final newline
+    duplicated = {i: n for i, n in after_ids.items() if n > 1}
+    assert not duplicated, f"{op}: ids in two files: {duplicated}"
+    before_ids = {str(i) for i in ids_by_file_from(before)}
+    lost = before_ids - set(after_ids)
+    assert not lost, f"{op}: memories lost: {lost}"
+    FIGURES["temp_files_left_by_kills"] += len(temp_files(vault))
+    store = open_store(vault)
+    FIGURES["stale_index_after_kill"] += not store.index_status()["clean"]
+    store.close()
+    person = "Projects/Apollo.md"
+    assert (vault / person).read_bytes() == before[person]
+    check_after_next_command(vault)
+
+
+def ids_by_file_from(files: dict[str, bytes]) -> set[str]:
+    from reliability_helpers import parse
+
+    return {str(parse(b.decode())["id"]) for rel, b in files.items()
+            if rel.endswith(".md") and (rel.startswith("memory/") or rel.startswith(".trash/"))}
+
+
+@pytest.mark.parametrize("op", list(OPERATIONS))
+def test_sigkill_before_every_file_system_step(template, tmp_path, op):
+    work = tmp_path / "vault"
+    shutil.copytree(template, work)
+    code, total = _run_child(work, op, None)
+    assert code == 0 and total >= 1, f"{op} did not run cleanly in the child (exit {code})"
+    points = list(range(1, total + 1))
+    if not SOAK and len(points) > 10:  # short: the first and last steps and an even spread between
+        step = len(points) / 10
+        points = sorted({1, total, *(points[int(i * step)] for i in range(10))})
+    for k in points:
+        shutil.rmtree(work)
+        shutil.copytree(template, work)
+        before = snapshot(work)
+        code, _ = _run_child(work, op, k)
+        assert code == -signal.SIGKILL, f"{op}: child was not killed at step {k} (exit {code})"
+        FIGURES["kills"] += 1
+        _check(work, before, f"{op} killed before step {k}/{total}")
+    report(f"crash: {op}", steps=total, files_lost=0, **FIGURES)
+    FIGURES.update(dict.fromkeys(FIGURES, 0))
+
+
+WORKER = r"""
+import random, sys
+sys.path.insert(0, sys.argv[3])
+from reliability_helpers import open_store, mid
+rng = random.Random(int(sys.argv[2]))
+store = open_store(sys.argv[1])
+store.sync()
+print("ready", flush=True)
+n = 0
+while True:
+    op = rng.choice(["save", "touch", "gc", "promote", "rebuild", "consolidate"])
+    try:
+        if op == "save":
+            store.save(f"Crash loop memory {rng.random()}", tags=["loop"])
+        elif op == "touch":
+            store.touch(mid(rng.choice([200, 201, 202, 203, 204, 205, 206, 207])))
+        elif op == "gc":
+            store.gc(apply=True, limit=1)
+        elif op == "promote":
+            store.promote(auto=True)
+        elif op == "rebuild":
+            store.rebuild_index()
+        else:
+            store.consolidate(auto_detect=True, mode="apply", cohesion_threshold=0.5)
+    except Exception as exc:
+        if type(exc).__name__ not in ("NotFound",):
+            raise
+    n += 1
+"""
+
+
+def test_sigkill_at_random_moments_of_a_busy_process(template, tmp_path):
+    work = tmp_path / "vault"
+    shutil.copytree(template, work)
+    rng = random.Random(20261122)
+    kills = 60 if SOAK else 6
+    tests_dir = str(Path(__file__).parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent.parent / "src"), tests_dir]))
+    for i in range(kills):
+        before = snapshot(work)
+        proc = subprocess.Popen([sys.executable, "-c", WORKER, str(work), str(i), tests_dir],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
+        try:
+            proc.wait(timeout=rng.uniform(0.02, 0.8))  # the kill's offset into the work
+        except subprocess.TimeoutExpired:
+            pass
+        assert proc.poll() is None, f"worker died on its own: {proc.stderr.read() if proc.stderr else ''}"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()  # type: ignore[union-attr]
+        FIGURES["kills"] += 1
+        _check(work, before, f"random kill {i}")
+    assert temp_files(work) == []
+    memories = sum(ids_by_file(work).values())
+    report("crash: random", memories_at_end=memories, files_lost=0, **FIGURES)
+    FIGURES.update(dict.fromkeys(FIGURES, 0))

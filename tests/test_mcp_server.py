@@ -97,16 +97,16 @@ def test_save_writes_one_note_with_the_seed_keys(server, vault_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    ({"content": "x" * 50_001}, "content\n  String should have at most 50000 characters"),
+    ({"content": "x" * 50_001}, "content: String should have at most 50000 characters"),
     ({"content": "   "}, "Error: content is empty; pass the text to remember"),
-    ({"content": "ok", "tags": [f"t{i}" for i in range(51)]}, "tags\n  List should have at most 50 items"),
-    ({"content": "ok", "tags": ["x" * 101]}, "tags.0\n  String should have at most 100 characters"),
+    ({"content": "ok", "tags": [f"t{i}" for i in range(51)]}, "tags: List should have at most 50 items"),
+    ({"content": "ok", "tags": ["x" * 101]}, "tags.0: String should have at most 100 characters"),
     ({"content": "ok", "tags": ["a,b"]}, "Error: tag 'a,b' contains a comma, bracket or control character"),
-    ({"content": "ok", "strength": 2.5}, "strength\n  Input should be less than or equal to 2"),
-    ({"content": "ok", "source": "s" * 501}, "source\n  String should have at most 500 characters"),
+    ({"content": "ok", "strength": 2.5}, "strength: Input should be less than or equal to 2"),
+    ({"content": "ok", "source": "s" * 501}, "source: String should have at most 500 characters"),
     ({"content": "ok", "meta": {"status": "x"}}, "Error: meta key 'status' is a vaultmem property"),
-    ({"tags": ["a"]}, "content\n  Field required"),
-    ({"content": 5}, "content\n  Input should be a valid string"),
+    ({"tags": ["a"]}, "content: Field required"),
+    ({"content": 5}, "content: Input should be a valid string"),
 ])
 def test_bad_save_is_an_error_naming_the_parameter_and_writes_nothing(server, vault_path, args, fragment):
     before = snapshot(vault_path)
@@ -141,13 +141,13 @@ def test_use_embeddings_falls_back_to_text_search_and_says_so(server):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    ({"top_k": 0}, "top_k\n  Input should be greater than or equal to 1"),
-    ({"top_k": 101}, "top_k\n  Input should be less than or equal to 100"),
-    ({"page_size": 101}, "page_size\n  Input should be less than or equal to 100"),
-    ({"page": 0}, "page\n  Input should be greater than or equal to 1"),
-    ({"preview_length": 5001}, "preview_length\n  Input should be less than or equal to 5000"),
-    ({"window_days": 0}, "window_days\n  Input should be greater than or equal to 1"),
-    ({"min_score": 1.5}, "min_score\n  Input should be less than or equal to 1"),
+    ({"top_k": 0}, "top_k: Input should be greater than or equal to 1"),
+    ({"top_k": 101}, "top_k: Input should be less than or equal to 100"),
+    ({"page_size": 101}, "page_size: Input should be less than or equal to 100"),
+    ({"page": 0}, "page: Input should be greater than or equal to 1"),
+    ({"preview_length": 5001}, "preview_length: Input should be less than or equal to 5000"),
+    ({"window_days": 0}, "window_days: Input should be greater than or equal to 1"),
+    ({"min_score": 1.5}, "min_score: Input should be less than or equal to 1"),
     ({"query": 'a "b'}, 'Error: unbalanced " in query; close the quote or remove it'),
     ({"query": "q" * 2001}, "Error: query is 2001 characters; keep it under 2000"),
 ])
@@ -178,8 +178,8 @@ def test_bad_touch_changes_no_file(server, vault_path, ref, message):
 
 
 def test_touch_requires_an_id(server):
-    assert "memory_id\n  Field required" in error(call(server, "touch_memory", {}))
-    assert "memory_id\n  String should have at most 255 characters" in error(
+    assert "memory_id: Field required" in error(call(server, "touch_memory", {}))
+    assert "memory_id: String should have at most 255 characters" in error(
         call(server, "touch_memory", {"memory_id": "x" * 256}))
 
 
@@ -239,7 +239,7 @@ def test_backfill_embeddings_is_not_enabled(server):
     assert data["success"] is False and data["dry_run"] is True
     assert (data["processed"], data["total_memories"], data["would_process"]) == (0, 1, 0)
     assert data["message"].startswith("Embeddings are not enabled: vaultmem has no embedding backend installed")
-    assert "limit\n  Input should be less than or equal to 10000" in error(
+    assert "limit: Input should be less than or equal to 10000" in error(
         call(server, "backfill_embeddings", {"limit": 10_001}))
 
 

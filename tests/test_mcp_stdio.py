@@ -71,7 +71,7 @@ def test_every_tool_over_stdio_with_files_on_disk(vault_path, tmp_path):
     text = note.read_text()
     assert "created: 2026-11-22T10:15:00Z\nlast_used: 2026-11-22T10:15:00Z\nuse_count: 1\n" in text
     assert text.endswith("---\nDeploys go out on Tuesdays\n")
-    assert "content\n  String should have at most 50000 characters" in out["bad_save"].content[0].text
+    assert "content: String should have at most 50000 characters" in out["bad_save"].content[0].text
     assert out["bad_save"].is_error
     assert [r["id"] for r in out["search"]["results"]] == [mid]
     assert out["bad_search"].is_error and "top_k" in out["bad_search"].content[0].text

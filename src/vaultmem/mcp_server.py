@@ -92,6 +92,18 @@ def check_ref(param: str, value: str) -> str:
     return ref
 
 
+def validation_message(exc: Any) -> str:
+    """One line from a pydantic ValidationError: parameter and problem, without the input."""
+    errors = exc.errors(include_input=False, include_url=False)
+    parts = []
+    for err in errors[:3]:
+        loc = ".".join(str(p) for p in err.get("loc", ()) if not str(p).startswith(("function-", "nullable")))
+        loc = re.sub(r"\.(str|list\[str\]|int|float|bool)\b", "", loc) or "arguments"
+        parts.append(f"{loc}: {' '.join(str(err.get('msg', 'invalid')).split())}")
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "; ".join(dict.fromkeys(parts)) + more + "; check the tool's input schema"
+
+
 def not_found(ref: str, param: str = "memory_id") -> str:
     return f"{param}: no memory matches {ref!r}; find the id with search_memory"
 
@@ -335,6 +347,19 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
     bridge = bridge or Bridge(store)
 
     class VaultServer(MCPServer):  # type: ignore[misc]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            """Schema violations come back as one line that names the parameter, never the
+            (possibly huge or sensitive) value the caller sent."""
+            from mcp.server.mcpserver.exceptions import ToolError
+            from pydantic import ValidationError
+
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(f"Error: {name}: {validation_message(exc.__cause__)}") from None
+                raise
+
         async def list_resources(self) -> list[Resource]:
             """The best-scoring memories as browsable resources (bounded; read any by id)."""
             found = await bridge.run(lambda: bridge.store.search(None, top_k=RESOURCE_LIST_LIMIT))

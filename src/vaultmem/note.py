@@ -77,10 +77,34 @@ def load_yaml(frontmatter: str) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise MalformedNote("", f"frontmatter is a {type(data).__name__}, not a mapping of properties")
+    _check_shape(data)
     duplicate = _duplicate_key(frontmatter)
     if duplicate:
         raise MalformedNote("", f"property {duplicate!r} appears twice in the frontmatter")
     return data
+
+
+MAX_YAML_DEPTH = 64
+MAX_YAML_VALUES = 100_000
+
+
+def _check_shape(data: Any) -> None:
+    """Refuse frontmatter that nests absurdly deep or expands (through YAML aliases) into a
+    huge structure: both would exhaust the stack or memory of whatever reads it next."""
+    budget = MAX_YAML_VALUES
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise MalformedNote("", f"frontmatter expands to more than {MAX_YAML_VALUES:,} values (YAML aliases?)")
+        if depth > MAX_YAML_DEPTH:
+            raise MalformedNote("", f"frontmatter nests more than {MAX_YAML_DEPTH} levels deep")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+            stack.extend((k, depth + 1) for k in value if isinstance(k, (tuple, frozenset)))
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def _duplicate_key(frontmatter: str) -> str | None:

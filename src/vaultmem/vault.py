@@ -282,6 +282,17 @@ def _pid_alive(pid: int) -> bool:
 _ILLEGAL_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]')
 
 
+_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
+MAX_NAME_BYTES = 200  # file systems allow 255; leave room for " 1.md", sync-conflict suffixes
+
+
 def safe_file_name(name: str) -> str:
-    """A name usable as an Obsidian note file name on every platform."""
-    return _ILLEGAL_NAME.sub("-", name).strip(" .-") or "note"
+    """A name usable as an Obsidian note file name on every platform (one plain path part)."""
+    name = _ILLEGAL_NAME.sub("-", name).strip(" .-")
+    while len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        name = name[:-1]
+    name = name.rstrip(" .-")
+    if name.split(".")[0].upper() in _RESERVED:
+        stem, dot, rest = name.partition(".")
+        name = f"{stem}-note{dot}{rest}"  # Windows reserves these names with any extension
+    return name or "note"

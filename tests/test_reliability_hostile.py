@@ -1,0 +1,311 @@
+"""Hostile references and broken notes: nothing escapes the vault, nothing crashes, nothing is rewritten.
+
+References (ids, file names, paths) go through every CLI command and MCP tool that takes
+one: `../`, absolute paths, symlinks pointing out of the vault, NUL bytes, reserved
+Windows names, very long names. Each is refused or not found with a one-line error, and
+no file outside or inside the vault changes.
+
+Broken notes of every kind seen in the wild sit in a memory folder and in the person's own
+folder while every command runs: each is reported, no command crashes, and the bytes of
+every broken note are the same afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from reliability_helpers import NOW, mid, report, snapshot, write_memory
+from vaultmem.cli import cli
+from vaultmem.errors import InvalidInput
+from vaultmem.mcp_server import build_server
+from vaultmem.vault import safe_file_name
+
+OUTSIDE_NOTE = (f"---\nid: {mid(900)}\ncreated: 2026-11-01T00:00:00Z\nlast_used: 2026-11-01T00:00:00Z\n"
+                "use_count: 0\nstrength: 1.0\nstatus: active\ntags: []\n---\nA note outside the vault.\n")
+
+HOSTILE_REFS = [
+    "../outside/secret",
+    "../outside/secret.md",
+    "../../../../etc/passwd",
+    "memory/stm/../../../outside/secret.md",
+    "memory/../../outside/secret",
+    "/etc/passwd",
+    "{outside}/secret.md",
+    "~/secret",
+    "link-out",  # a symlink in memory/stm pointing at the outside note
+    "memory/stm/link-out.md",
+    "linked-dir/secret",  # a symlinked folder pointing out
+    "memory/linked-dir/secret.md",
+    "a\x00b",
+    "secret\x00.md",
+    "CON", "NUL", "aux.md", "COM1", "LPT1.md",
+    ".obsidian/app", ".vaultmem/lock", ".vaultmem/config.yaml", ".trash/x",
+    "x" * 300,
+    "y" * 5000,
+    "memory/stm/" + "z" * 255 + ".md",
+    " ", "\t", "\n", "-x",
+    "*", "%", "_", "' OR 1=1 --", "\" OR \"\"=\"",
+]
+
+
+@pytest.fixture
+def hostile(tmp_path, monkeypatch) -> tuple[Path, Path]:
+    """A vault with one memory, and outside it a note and folder that symlinks point at."""
+    vault = tmp_path / "vault"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(OUTSIDE_NOTE, encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["init", str(vault)]).exit_code == 0
+    write_memory(vault, "stm", "inside", 1, "A memory inside the vault.", age_days=1, use_count=1)
+    (vault / "memory" / "stm" / "link-out.md").symlink_to(outside / "secret.md")
+    (vault / "memory" / "linked-dir").symlink_to(outside, target_is_directory=True)
+    (vault / "Projects").symlink_to(outside, target_is_directory=True)
+    monkeypatch.setenv("VAULTMEM_VAULT", str(vault))
+    return vault, outside
+
+
+def _refs(outside: Path) -> list[str]:
+    return [r.replace("{outside}", str(outside)) for r in HOSTILE_REFS]
+
+
+def _outside_bytes(outside: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in outside.iterdir()}
+
+
+CLI_FORMS = [
+    ("open", lambda r: ["open", r]),
+    ("touch", lambda r: ["touch", r]),
+    ("touch --boost-strength", lambda r: ["touch", "--boost-strength", r]),
+    ("observe", lambda r: ["observe", r]),
+    ("promote", lambda r: ["promote", r, "--force"]),
+    ("pipeline apply-review --file", lambda r: ["pipeline", "apply-review", "--file", r]),
+    ("consolidate --cluster-id", lambda r: ["consolidate", "--cluster-id", r, "--mode", "apply"]),
+]
+
+
+def test_cli_references_cannot_reach_outside_the_vault(hostile):
+    vault, outside = hostile
+    outside_before = _outside_bytes(outside)
+    runner = CliRunner()
+    runner.invoke(cli, ["index", "rebuild"], catch_exceptions=False)
+    before = snapshot(vault)
+    tried = 0
+    for name, form in CLI_FORMS:
+        for ref in _refs(outside):
+            result = runner.invoke(cli, form(ref), catch_exceptions=False)
+            tried += 1
+            where = f"{name} {ref[:40]!r}"
+            if name == "observe":  # observe reports unknown ids in its result instead of failing
+                assert result.exit_code in (0, 1, 2), where
+            else:
+                assert result.exit_code in (1, 2), f"{where}: exit {result.exit_code}\n{result.output}"
+            if result.exit_code == 1 and name != "observe":
+                lines = result.output.strip().splitlines()
+                assert len(lines) == 1 and lines[0].startswith("Error: "), f"{where}: {result.output!r}"
+            assert "Traceback" not in result.output
+    assert _outside_bytes(outside) == outside_before
+    assert snapshot(vault) == before
+    report("hostile refs: CLI", commands=len(CLI_FORMS), refs=len(HOSTILE_REFS), calls=tried, escapes=0)
+
+
+def test_symlinks_out_of_the_vault_are_never_indexed_or_written(hostile):
+    vault, outside = hostile
+    runner = CliRunner()
+    out = runner.invoke(cli, ["index", "rebuild", "--json"], catch_exceptions=False)
+    assert json.loads(out.output)["indexed"] == 1  # only memory/stm/inside-....md
+    search = json.loads(runner.invoke(cli, ["search", "outside", "--json"], catch_exceptions=False).output)
+    assert search["results"] == []
+    for command in (["gc", "--apply"], ["promote", "--auto"], ["maintain"], ["stats"]):
+        assert runner.invoke(cli, command, catch_exceptions=False).exit_code == 0
+    assert (outside / "secret.md").read_text(encoding="utf-8") == OUTSIDE_NOTE
+
+
+def test_a_memory_folder_that_is_a_symlink_out_is_refused(tmp_path, monkeypatch):
+    vault, outside = tmp_path / "vault", tmp_path / "elsewhere"
+    outside.mkdir()
+    runner = CliRunner()
+    runner.invoke(cli, ["init", str(vault)])
+    (vault / "memory" / "stm").rmdir()
+    (vault / "memory" / "stm").symlink_to(outside, target_is_directory=True)
+    monkeypatch.setenv("VAULTMEM_VAULT", str(vault))
+    result = runner.invoke(cli, ["save", "hello there"], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.output == "Error: path 'memory/stm/hello-there-" + result.output.split("hello-there-")[1]
+    assert "leads outside the vault (symlink?); refusing it" in result.output
+    assert list(outside.iterdir()) == []
+
+
+def test_mcp_references_cannot_reach_outside_the_vault(hostile):
+    from mcp import Client
+
+    from reliability_helpers import open_store
+
+    vault, outside = hostile
+    outside_before = _outside_bytes(outside)
+    warm = open_store(vault)
+    warm.sync()
+    warm.close()
+    before = snapshot(vault)
+    store = open_store(vault)  # used only on the bridge's thread from here on
+    server = build_server(store)
+    refs = _refs(outside)
+    calls = 0
+
+    async def main() -> int:
+        n = 0
+        async with Client(server) as client:
+            for ref in refs:
+                for name, args in (("touch_memory", {"memory_id": ref}),
+                                   ("touch_memory", {"memory_id": ref, "boost_strength": True}),
+                                   ("open_memories", {"memory_ids": ref}),
+                                   ("open_memories", {"memory_ids": [ref, ref]})):
+                    result = await client.call_tool(name, args)
+                    n += 1
+                    if name == "touch_memory":
+                        assert result.is_error, (name, ref)
+                        assert result.content[0].text.startswith("Error: ") and "\n" not in result.content[0].text, ref
+                    else:
+                        data = result.structured_content if not result.is_error else {"memories": []}
+                        assert data["memories"] == [], ref
+                try:
+                    await client.read_resource(f"vaultmem://memory/{ref}")
+                except Exception:  # noqa: BLE001 - a refusal is an error response
+                    pass
+                else:
+                    raise AssertionError(f"resource {ref!r} was served")
+                n += 1
+        return n
+
+    try:
+        calls = asyncio.run(main())
+    finally:
+        server.bridge.close()
+        store.close()
+    assert _outside_bytes(outside) == outside_before
+    assert snapshot(vault) == before
+    report("hostile refs: MCP", refs=len(refs), calls=calls, escapes=0)
+
+
+@pytest.mark.parametrize("rel", ["../x.md", "/etc/x.md", "a/../../x.md", "a\x00.md", "memory/linked-dir/x.md"])
+def test_vault_abs_refuses_escapes_with_one_line_errors(hostile, rel):
+    from reliability_helpers import open_store
+
+    vault, _ = hostile
+    with pytest.raises(InvalidInput) as info:
+        open_store(vault).vault.abs(rel)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["../../x", "/abs", "a\x00b", "CON", "con.txt", "x" * 400, "...", "", "nul"])
+def test_safe_file_name_stays_one_plain_name(name):
+    safe = safe_file_name(name)
+    assert "/" not in safe and "\x00" not in safe and safe not in ("", ".", "..")
+    assert len(safe.encode()) <= 200
+    assert safe.split(".")[0].upper() not in {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+                                             *(f"LPT{i}" for i in range(1, 10))}
+
+
+def test_saved_memories_get_plain_short_file_names(hostile):
+    from reliability_helpers import open_store
+
+    vault, _ = hostile
+    store = open_store(vault)
+    for content in ("../../etc/passwd is a file", "CON", "aux", "/" * 20 + "slashes", "é" * 5000, "COM1: port",
+                    ".hidden start", "名前" * 300):
+        rel = store.save(content)["path"]
+        name = rel.rsplit("/", 1)[1]
+        assert rel.startswith("memory/stm/") and "/" not in name and not name.startswith(".")
+        assert len(name.encode()) <= 255
+        assert name.split("-")[0].upper() not in {"CON", "AUX"} or "-" in name
+    store.close()
+
+
+# -- broken notes ---------------------------------------------------------------------------------
+
+GOOD_HEAD = f"---\nid: {mid(500)}\ncreated: 2026-11-20T00:00:00Z\nuse_count: 0\n"
+BROKEN: dict[str, bytes] = {
+    "invalid-yaml": b"---\nid: [unclosed\ntags: {\n---\nBody.\n",
+    "list-frontmatter": b"---\n- one\n- two\n---\nBody.\n",
+    "scalar-frontmatter": b"---\njust a sentence\n---\nBody.\n",
+    "duplicate-keys": b"---\nid: a\nstatus: active\nid: b\n---\nBody.\n",
+    "tab-indent": b"---\ntags:\n\t- one\n---\nBody.\n",
+    "no-closing-fence": b"---\nid: x\nBody without a closing fence.\n",
+    "binary": bytes(range(256)) * 4,
+    "invalid-utf8": b"---\nid: x\n---\n\xff\xfe\xfd broken\n",
+    "nul-in-text": b"---\nid: x\n---\nBody\x00with NUL\n",
+    "alias-bomb": (b"---\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                   b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                   b"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+                   b"g: [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n---\nBody.\n"),
+    "deep-nesting": b"---\nx: " + b"[" * 5000 + b"]" * 5000 + b"\n---\nBody.\n",
+    "python-tag": b"---\nid: !!python/object/apply:os.system ['echo pwned']\n---\nBody.\n",
+    "huge": b"---\nid: huge\n---\n" + b"word " * 1_100_000,
+}
+# Odd but valid: indexed like any note, and never rewritten by a read.
+ODD: dict[str, bytes] = {
+    "bom": b"\xef\xbb\xbf" + GOOD_HEAD.encode() + b"---\nWith a BOM.\n",
+    "crlf": GOOD_HEAD.replace("500", "501").replace("\n", "\r\n").encode() + b"---\r\nWindows line ends.\r\n",
+    "no-trailing-newline": GOOD_HEAD.replace("500", "502").encode() + b"---\nNo newline at the end",
+    "yaml-date": f"---\nid: {mid(503)}\ncreated: 2026-11-20\nlast_used: 2026-11-21\n---\nBare dates.\n".encode(),
+    "empty": b"",
+    "only-fences": b"---\n---\n",
+    "whitespace": b"  \n\n\t\n",
+    "nested-map": b"---\nmeta:\n  deep:\n    deeper: [1, 2]\n---\nA person's note may nest properties.\n",
+}
+
+COMMANDS = [
+    ["index", "status"], ["index", "rebuild"], ["search", "body"], ["search", ""], ["stats"],
+    ["open", "invalid-yaml"], ["touch", "invalid-yaml"], ["touch", "duplicate-keys"], ["touch", "huge"],
+    ["gc", "--apply"], ["gc", "--apply", "--delete"], ["promote", "--auto"], ["maintain"],
+    ["cluster"], ["consolidate", "--auto", "--mode", "apply"], ["consolidate", "--deep"],
+    ["pipeline", "run"], ["pipeline", "apply-review"], ["observe", "invalid-yaml", "list-frontmatter"],
+    ["decay-curve"], ["config"],
+]
+
+
+def test_broken_notes_are_reported_never_crash_and_never_rewritten(tmp_path, monkeypatch):
+    vault = tmp_path / "vault"
+    runner = CliRunner()
+    runner.invoke(cli, ["init", str(vault)], catch_exceptions=False)
+    monkeypatch.setenv("VAULTMEM_VAULT", str(vault))
+    (vault / "Notes").mkdir()
+    paths = {}
+    for folder in ("memory/stm", "memory/ltm", "Notes"):
+        for name, data in BROKEN.items():
+            path = vault / folder / f"{name}.md"
+            path.write_bytes(data)
+            paths[path] = data
+    for name, data in ODD.items():
+        path = vault / "Notes" / f"{name}.md"
+        path.write_bytes(data)
+        paths[path] = data
+    write_memory(vault, "stm", "healthy", 1, "A healthy memory next to the broken ones.", age_days=400)
+    ran = 0
+    for command in COMMANDS:
+        result = runner.invoke(cli, [*command], catch_exceptions=False)
+        ran += 1
+        assert result.exit_code in (0, 1), f"{command}: {result.output}"
+        assert "Traceback" not in result.output
+        if result.exit_code == 1 and command[0] not in ("index", "observe"):  # both exit 1 by design
+            lines = result.output.strip().splitlines()
+            assert lines[-1].startswith("Error: ") and len(lines[-1]) < 400, (command, result.output)
+    for path, data in paths.items():
+        assert path.read_bytes() == data, f"{path.relative_to(vault)} was rewritten"
+    status = json.loads(runner.invoke(cli, ["index", "status", "--json"], catch_exceptions=False).output)
+    reported = {item["path"] for item in status["malformed"]}
+    expected = {f"{folder}/{name}.md" for folder in ("memory/stm", "memory/ltm", "Notes") for name in BROKEN}
+    assert expected <= reported, sorted(expected - reported)
+    assert not {f"Notes/{name}.md" for name in ODD} & reported
+    for item in status["malformed"]:
+        assert item["reason"] and "\n" not in item["reason"] and len(item["reason"]) < 300, item
+    # the healthy memory was archived by gc, the broken ones stayed where they were
+    assert (vault / "memory" / "archive" / f"healthy-{mid(1)[:8]}.md").exists()
+    report("broken notes", kinds=len(BROKEN) + len(ODD), files=len(paths), commands=ran, crashes=0, rewritten=0)

@@ -20,12 +20,13 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from vaultmem import links as linkmod
 from vaultmem import note as notes
 from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: links + aliases tables (graph)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities")
 NOTE_PREVIEW_CHARS = 4000
@@ -146,6 +147,8 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     folder_status = vault.status_of(rel)
     kind = _kind_of(vault, rel, props)
     rec = Record(path=rel, mtime_ns=fingerprint[0], size=fingerprint[1], kind=kind, title=stem)
+    rec._links = linkmod.parse_links(split.body, split.head.count("\n"))  # type: ignore[attr-defined]
+    rec._aliases = linkmod.aliases_of(props)  # type: ignore[attr-defined]
     if kind == "note":
         rec.content = split.body[:NOTE_PREVIEW_CHARS] if len(split.body) > NOTE_PREVIEW_CHARS else split.body
         rec.tags = [notes.normalise_tag(t) for t in notes.as_list(props.get("tags"))]
@@ -357,6 +360,7 @@ class Index:
             db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})",
                            [r.row() for r in records])
+            _store_links(db, removed + [r.path for r in records], records)
 
     def rebuild(self, progress: Any = None) -> SyncReport:
         """Recreate the whole index from the notes alone."""
@@ -378,6 +382,7 @@ class Index:
         db = _connect(tmp / "catalog.sqlite")
         writer = ix.writer(limitmb=256)
         rows = []
+        records: list[Record] = []
         paths = sorted(on_disk)
         iterator = progress(paths, len(paths)) if progress and paths else paths
         for rel in iterator:
@@ -387,9 +392,11 @@ class Index:
             else:
                 writer.add_document(**_document(rec))
             rows.append(rec.row())
+            records.append(rec)
         writer.commit()
         with db:
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
+            _store_links(db, [], records)
         db.close()
         self.close()
         if self.dir.exists():
@@ -464,6 +471,16 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
     db.execute("CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+    # Each note's outgoing wikilinks, as written; resolved to paths at query time (links.Resolver)
+    # so renames and deletions are right as soon as the notes table is.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS links (src TEXT, pos INTEGER, target TEXT, target_key TEXT,"
+        " subpath TEXT, alias TEXT, embed INTEGER, type TEXT, strength REAL, meta TEXT, line INTEGER,"
+        " PRIMARY KEY (src, pos))"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS links_target ON links(target_key)")
+    db.execute("CREATE TABLE IF NOT EXISTS aliases (path TEXT, alias TEXT, PRIMARY KEY (path, alias))")
+    db.execute("CREATE INDEX IF NOT EXISTS aliases_alias ON aliases(alias)")
     version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if version is None:
         with db:
@@ -472,6 +489,21 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise sqlite3.DatabaseError(f"index schema {version[0]} != {SCHEMA_VERSION}")
     return db
+
+
+def _store_links(db: sqlite3.Connection, stale: list[str], records: list[Record]) -> None:
+    """Replace the links and aliases rows of the given notes (inside the caller's transaction)."""
+    db.executemany("DELETE FROM links WHERE src = ?", [(p,) for p in stale])
+    db.executemany("DELETE FROM aliases WHERE path = ?", [(p,) for p in stale])
+    link_rows, alias_rows = [], []
+    for rec in records:
+        for pos, link in enumerate(getattr(rec, "_links", ())):
+            link_rows.append((rec.path, pos, link.target, link.key, link.subpath, link.alias, int(link.embed),
+                              link.type, link.strength,
+                              json.dumps(link.metadata, ensure_ascii=False) if link.metadata else None, link.line))
+        alias_rows.extend((rec.path, alias) for alias in getattr(rec, "_aliases", ()))
+    db.executemany("INSERT OR REPLACE INTO links VALUES (?,?,?,?,?,?,?,?,?,?,?)", link_rows)
+    db.executemany("INSERT OR IGNORE INTO aliases VALUES (?,?)", alias_rows)
 
 
 def _is_index_corruption(exc: BaseException) -> bool:

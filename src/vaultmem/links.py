@@ -301,13 +301,14 @@ class Resolver:
             return candidates[0] if len(candidates) == 1 else _nearest(candidates, source)
         return _nearest(self.by_alias.get(key, []), source)
 
-    def names_for(self, path: str, aliases: Sequence[str] = ()) -> set[str]:
-        """The target keys that can point at `path` (name, path, path suffixes, aliases)."""
-        low = path[:-3].lower()
-        parts = low.split("/")
-        keys = {"/".join(parts[i:]) for i in range(len(parts))}
-        keys.update(a.lower() for a in aliases)
-        return keys
+
+def keys_for(path: str, aliases: Sequence[str] = ()) -> set[str]:
+    """The target keys that can point at `path` (name, path, path suffixes, aliases)."""
+    low = path[:-3].lower() if path.endswith(".md") else path.lower()
+    parts = low.split("/")
+    keys = {"/".join(parts[i:]) for i in range(len(parts))}
+    keys.update(a.lower() for a in aliases)
+    return keys
 
 
 def _nearest(candidates: Sequence[str], source: str) -> str | None:

@@ -1,0 +1,446 @@
+"""The knowledge graph: relations between notes, read from the catalog's `links` table.
+
+Links are stored as written and resolved here, at query time, against the notes the catalog
+holds now (`links.Resolver`): a rename or deletion is reflected as soon as the next sync has
+updated the notes table, without re-reading or re-resolving any file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from vaultmem import decay
+from vaultmem import links as linkmod
+from vaultmem import note as notes
+from vaultmem.errors import InvalidInput, MalformedNote, NotFound
+from vaultmem.index import Record, iso
+from vaultmem.timeutil import UTC
+
+if TYPE_CHECKING:
+    from vaultmem.store import MemoryStore
+
+MAX_PAGE_SIZE = 100
+MAX_IDS = 100
+GRAPH_STATUSES = ("active", "promoted", "archived", "all")
+_LINK_COLUMNS = "src, pos, target, target_key, subpath, alias, embed, type, strength, meta, line"
+
+
+@dataclasses.dataclass
+class Edge:
+    """One stored link with the path its target resolves to now (None: unresolved)."""
+
+    src: str
+    pos: int
+    target: str
+    key: str
+    subpath: str
+    alias: str
+    embed: bool
+    type: str
+    strength: float
+    metadata: dict[str, str]
+    line: int
+    dst: str | None = None
+
+
+class Catalog:
+    """A snapshot of the catalog's notes, aliases and a resolver over them."""
+
+    def __init__(self, store: "MemoryStore") -> None:
+        self.db = store.index.db
+        self.notes: dict[str, tuple[str, str | None, str | None]] = {
+            path: (kind, nid, status)
+            for path, kind, nid, status in self.db.execute("SELECT path, kind, id, status FROM notes")
+        }
+        self.aliases: dict[str, list[str]] = {}
+        alias_rows = self.db.execute("SELECT path, alias FROM aliases").fetchall()
+        for path, alias in alias_rows:
+            self.aliases.setdefault(path, []).append(alias)
+        self.resolver = linkmod.Resolver(self.notes, alias_rows)
+
+    def edges(self, where: str = "1", params: Sequence[Any] = ()) -> list[Edge]:
+        result = []
+        for row in self.db.execute(f"SELECT {_LINK_COLUMNS} FROM links WHERE {where}", params):
+            src, pos, target, key, subpath, alias, embed, typ, strength, meta, line = row
+            edge = Edge(src, pos, target, key, subpath, alias, bool(embed), typ, strength,
+                        json.loads(meta) if meta else {}, line)
+            if not linkmod.is_attachment(target):
+                edge.dst = self.resolver.resolve(key, src)
+            result.append(edge)
+        return result
+
+    def incoming(self, path: str) -> list[Edge]:
+        """Links from any note that resolve to `path`."""
+        keys = sorted(linkmod.keys_for(path, self.aliases.get(path, ())))
+        found = self.edges(f"target_key IN ({','.join('?' * len(keys))})", keys)
+        return [e for e in found if e.dst == path and e.src != path]
+
+    def id_of(self, path: str | None) -> str | None:
+        info = self.notes.get(path or "")
+        return info[1] if info and info[0] == "memory" else None
+
+    def kind_of(self, path: str | None) -> str | None:
+        info = self.notes.get(path or "")
+        return info[0] if info else None
+
+
+def relation_id(from_key: str, relation_type: str, to_key: str) -> str:
+    """A stable relation id: the same source, type and target always give the same id."""
+    return "rel-" + hashlib.sha1(f"{from_key}|{relation_type}|{to_key}".encode()).hexdigest()[:16]
+
+
+def edge_dict(cat: Catalog, edge: Edge) -> dict[str, Any]:
+    """A relation in the seed's shape (`id, from, to, type, strength, created_at`) plus paths."""
+    from_id, to_id = cat.id_of(edge.src), cat.id_of(edge.dst)
+    return {
+        "id": relation_id(from_id or edge.src, edge.type, to_id or edge.dst or edge.key),
+        "from": from_id,
+        "to": to_id,
+        "type": edge.type,
+        "strength": edge.strength,
+        "created_at": None,
+        "metadata": edge.metadata,
+        "from_path": edge.src,
+        "to_path": edge.dst,
+        "target": edge.target,
+        "line": edge.line,
+    }
+
+
+def paginate(items: Sequence[Any], page: int | None, page_size: int | None,
+             default_size: int = 10) -> tuple[list[Any], dict[str, Any]]:
+    page = 1 if page is None else page
+    page_size = default_size if page_size is None else page_size
+    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+        raise InvalidInput(f"page must be 1 or more, got {page!r}")
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}, got {page_size!r}")
+    total = len(items)
+    total_pages = max(1, math.ceil(total / page_size))
+    start = (page - 1) * page_size
+    return list(items[start:start + page_size]), {
+        "page": page, "page_size": page_size, "total_count": total,
+        "total_pages": total_pages, "has_more": start + page_size < total,
+    }
+
+
+# -- create_relation --------------------------------------------------------------------------
+
+
+def relate(store: "MemoryStore", from_ref: str, to_ref: str, relation_type: str,
+           strength: float = 1.0, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write `- type:: [[to]] (strength:: s) (k:: v)` into FROM's `## Relations` section."""
+    meta = linkmod.validate_relation(relation_type, strength, metadata)
+    strength = float(strength)
+    store.sync()
+    src = store.resolve(from_ref)
+    dst = store.resolve(to_ref)
+    if src.path == dst.path:
+        raise InvalidInput(f"cannot relate memory {src.id} to itself; pass two different memories")
+    target_name = dst.path.rsplit("/", 1)[-1][:-3]
+    line = linkmod.render_relation(relation_type, target_name, strength, meta)
+    with store.vault.lock():
+        try:
+            path = store.vault.abs(src.path)
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:  # moved since the sync: follow it
+            store.index.sync()
+            src = store.resolve(src.id or src.path)
+            path = store.vault.abs(src.path)
+            text = path.read_text(encoding="utf-8")
+        try:
+            split = notes.split_note(text)
+            if split.frontmatter is not None:
+                notes.load_yaml(split.frontmatter)
+        except MalformedNote as exc:
+            raise MalformedNote(src.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
+        keys = linkmod.keys_for(dst.path, linkmod.aliases_of(dst.props))
+        body = linkmod.set_relation(split.body, line, relation_type, keys, split.newline)
+        if body != split.body:
+            store.vault.write_text(path, split.head + body)
+        store.index.refresh([src.path])
+    return {
+        "success": True,
+        "relation_id": relation_id(src.id or src.path, relation_type, dst.id or dst.path),
+        "from": src.id,
+        "to": dst.id,
+        "type": relation_type,
+        "strength": strength,
+        "metadata": meta,
+        "path": src.path,
+        "message": f"Relation created: {src.id} --[{relation_type}]--> {dst.id}",
+    }
+
+
+# -- open_memories ----------------------------------------------------------------------------
+
+
+def relations_of(cat: Catalog, path: str) -> dict[str, list[dict[str, Any]]]:
+    """Outgoing and incoming links of one note, typed relations and `links_to` alike."""
+    outgoing = []
+    for edge in cat.edges("src = ?", (path,)):
+        if edge.dst == path or edge.key == "" or linkmod.is_attachment(edge.target):
+            continue
+        outgoing.append({"to": cat.id_of(edge.dst), "to_path": edge.dst, "target": edge.target,
+                         "type": edge.type, "strength": edge.strength, "metadata": edge.metadata,
+                         "resolved": edge.dst is not None})
+    incoming = [{"from": cat.id_of(e.src), "from_path": e.src, "kind": cat.kind_of(e.src), "type": e.type,
+                 "strength": e.strength, "metadata": e.metadata} for e in cat.incoming(path)]
+    incoming.sort(key=lambda r: (r["from_path"], r["type"]))
+    return {"outgoing": outgoing, "incoming": incoming}
+
+
+def open_memories(store: "MemoryStore", refs: Sequence[str] | str, *, include_relations: bool = True,
+                  include_scores: bool = True, page: int | None = None,
+                  page_size: int | None = None) -> dict[str, Any]:
+    """The seed's open_memories: memories by id, with relations, `not_found`, pagination."""
+    if isinstance(refs, str):
+        refs = [refs]
+    if len(refs) > MAX_IDS:
+        raise InvalidInput(f"{len(refs)} ids given; open at most {MAX_IDS} at a time")
+    store.sync()
+    now = store.now()
+    found: list[Record] = []
+    not_found: list[str] = []
+    for ref in refs:
+        try:
+            rec = store.resolve(ref)
+        except NotFound:
+            not_found.append(ref)
+            continue
+        if all(r.path != rec.path for r in found):
+            found.append(rec)
+    shown, pagination = paginate(found, page, page_size, default_size=MAX_PAGE_SIZE if page is None else 10)
+    cat = Catalog(store) if include_relations else None
+    memories = []
+    for rec in shown:
+        item = store.memory_dict(rec, now)
+        item.setdefault("promoted_at", rec.props.get("promoted_at"))
+        item.setdefault("promoted_to", rec.props.get("promoted_to"))
+        if not include_scores:
+            item.pop("score", None)
+            item.pop("age_days", None)
+        if cat is not None:
+            item["relations"] = relations_of(cat, rec.path)
+        memories.append(item)
+    return {"success": bool(memories) or not refs, "count": len(memories), "memories": memories,
+            "not_found": not_found, "pagination": pagination}
+
+
+# -- read_graph ---------------------------------------------------------------------------------
+
+
+def _statuses(status: str) -> tuple[str, ...] | None:
+    if status not in GRAPH_STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(GRAPH_STATUSES)}, got {status!r}")
+    return None if status == "all" else (status,)
+
+
+def _scored_memories(store: "MemoryStore", statuses: tuple[str, ...] | None,
+                     now: dt.datetime) -> list[tuple[str, float, int]]:
+    """(path, score, use_count) of every memory in the filter, from light catalog columns."""
+    where, params = "kind = 'memory'", list(statuses or ())
+    if statuses:
+        where += f" AND status IN ({','.join('?' * len(statuses))})"
+    rows = store.index.db.execute(
+        f"SELECT path, use_count, last_used, strength, memory_type, pinned FROM notes WHERE {where}", params)
+    settings = store.settings
+    result = []
+    for path, use_count, last_used, strength, memory_type, pinned in rows:
+        last = dt.datetime.fromtimestamp(last_used, UTC) if last_used is not None else now
+        s = decay.score(use_count=use_count or 0, last_used=last, strength=strength if strength is not None else 1.0,
+                        now=now, settings=settings, memory_type=memory_type, pinned=bool(pinned))
+        result.append((path, s, use_count or 0))
+    return result
+
+
+def read_graph(store: "MemoryStore", status: str = "active", *, include_scores: bool = True,
+               limit: int | None = None, page: int | None = None, page_size: int | None = None) -> dict[str, Any]:
+    """The seed's read_graph: a page of memories (best score first), every relation between
+    the memories in the filter (not paginated), and stats."""
+    statuses = _statuses(status)
+    if limit is not None and not 1 <= limit <= 10_000:
+        raise InvalidInput(f"limit must be between 1 and 10000, got {limit}")
+    store.sync()
+    now = store.now()
+    scored = _scored_memories(store, statuses, now)
+    scored.sort(key=lambda r: (-r[1], r[0]))
+    if limit is not None:
+        scored = scored[:limit]
+    members = {path for path, _s, _u in scored}
+    cat = Catalog(store)
+    relations = []
+    for edge in cat.edges("src IN (SELECT path FROM notes WHERE kind = 'memory')"):
+        if edge.src in members and edge.dst in members and edge.dst != edge.src:
+            relations.append(edge_dict(cat, edge))
+    relations.sort(key=lambda r: (r["from_path"], r["line"], r["to_path"]))
+    shown, pagination = paginate(scored, page, page_size)
+    records = store.index.by_paths([p for p, _s, _u in shown])
+    memories = []
+    for path, _s, _u in shown:
+        item = store.memory_dict(records[path], now)
+        if not include_scores:
+            item.pop("score", None)
+            item.pop("age_days", None)
+        memories.append(item)
+    stats = {
+        "total_memories": len(scored),
+        "total_relations": len(relations),
+        "avg_score": round(sum(s for _p, s, _u in scored) / len(scored), 4) if scored else 0.0,
+        "avg_use_count": round(sum(u for _p, _s, u in scored) / len(scored), 2) if scored else 0.0,
+        "status_filter": status,
+        "typed_relations": sum(1 for r in relations if r["type"] != linkmod.UNTYPED),
+    }
+    return {"success": True, "memories": memories, "relations": relations, "stats": stats,
+            "pagination": pagination}
+
+
+# -- backlinks ------------------------------------------------------------------------------------
+
+
+def backlinks(store: "MemoryStore", ref: str) -> dict[str, Any]:
+    """Which memories and which of the person's notes link to a memory (or note)."""
+    store.sync()
+    rec = store.resolve(ref, kinds=("memory", "note"))
+    cat = Catalog(store)
+    memories, person_notes = [], []
+    for edge in cat.incoming(rec.path):
+        kind = cat.kind_of(edge.src)
+        item = {"path": edge.src, "id": cat.id_of(edge.src), "type": edge.type, "strength": edge.strength,
+                "line": edge.line, "embed": edge.embed, "subpath": edge.subpath or None}
+        (memories if kind == "memory" else person_notes).append(item)
+    for items in (memories, person_notes):
+        items.sort(key=lambda r: (r["path"], r["line"]))
+    count = len(memories) + len(person_notes)
+    return {"success": True, "memory_id": rec.id, "path": rec.path, "count": count,
+            "memories": memories, "notes": person_notes,
+            "message": f"{count} link{'s' if count != 1 else ''} to {rec.path}"}
+
+
+# -- canvas ---------------------------------------------------------------------------------------
+
+NODE_WIDTH, NODE_HEIGHT = 400, 240
+
+
+def _canvas_id(*parts: str) -> str:
+    return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def export_canvas(store: "MemoryStore", out: Path | str, *, status: str = "all", around: str | None = None,
+                  depth: int = 2) -> dict[str, Any]:
+    """Write a JSON Canvas 1.0 file: one file node per note, one labelled edge per relation."""
+    statuses = _statuses(status)
+    if depth < 0 or depth > 10:
+        raise InvalidInput(f"depth must be between 0 and 10, got {depth}")
+    out = Path(out)
+    if out.suffix != ".canvas":
+        raise InvalidInput(f"{out} does not end in .canvas; Obsidian opens only .canvas files as canvases")
+    store.sync()
+    cat = Catalog(store)
+    all_edges = [e for e in cat.edges() if e.dst is not None and e.dst != e.src and e.key]
+    if around is None:
+        nodes = sorted(p for p, (kind, _i, st) in cat.notes.items()
+                       if kind == "memory" and (statuses is None or st in statuses))
+        members = set(nodes)
+        rings = [nodes]
+    else:
+        center = store.resolve(around, kinds=("memory", "note")).path
+        neighbours: dict[str, set[str]] = {}
+        for e in all_edges:
+            neighbours.setdefault(e.src, set()).add(e.dst)  # type: ignore[arg-type]
+            neighbours.setdefault(e.dst, set()).add(e.src)  # type: ignore[arg-type]
+        members, rings, frontier = {center}, [[center]], [center]
+        for _ in range(depth):
+            nxt = sorted({n for p in frontier for n in neighbours.get(p, ()) if n not in members
+                          and (cat.kind_of(n) != "memory" or statuses is None or cat.notes[n][2] in statuses)})
+            if not nxt:
+                break
+            members.update(nxt)
+            rings.append(nxt)
+            frontier = nxt
+    nodes_json = []
+    node_id = {}
+    for r, ring in enumerate(rings):
+        for i, path in enumerate(ring):
+            if around is None:  # a grid
+                cols = max(1, math.ceil(math.sqrt(len(ring))))
+                x, y = (i % cols) * (NODE_WIDTH + 100), (i // cols) * (NODE_HEIGHT + 100)
+            else:  # rings around the centre
+                radius = r * (NODE_WIDTH + 250)
+                angle = 2 * math.pi * i / len(ring)
+                x, y = round(radius * math.cos(angle)), round(radius * math.sin(angle))
+            node_id[path] = _canvas_id("node", path)
+            nodes_json.append({"id": node_id[path], "type": "file", "file": path, "x": int(x), "y": int(y),
+                               "width": NODE_WIDTH, "height": NODE_HEIGHT})
+    edges_json, seen = [], set()
+    for e in all_edges:
+        if e.src in members and e.dst in members:
+            eid = _canvas_id("edge", e.src, str(e.pos))
+            if eid in seen:
+                continue
+            seen.add(eid)
+            edge = {"id": eid, "fromNode": node_id[e.src], "toNode": node_id[e.dst],  # type: ignore[index]
+                    "toEnd": "arrow", "label": e.type}
+            edges_json.append(edge)
+    canvas = {"nodes": nodes_json, "edges": edges_json}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    store.vault.write_text(out.absolute(), json.dumps(canvas, indent="\t", ensure_ascii=False) + "\n")
+    return {"success": True, "path": str(out), "nodes": len(nodes_json), "edges": len(edges_json),
+            "message": f"Wrote {out} ({len(nodes_json)} notes, {len(edges_json)} links)"}
+
+
+def validate_canvas(data: Any) -> list[str]:
+    """Problems with a JSON Canvas 1.0 document (empty list: valid)."""
+    problems: list[str] = []
+    if not isinstance(data, dict):
+        return ["top level is not an object"]
+    nodes, edges = data.get("nodes", []), data.get("edges", [])
+    if not isinstance(nodes, list) or not isinstance(edges, list):
+        return ["nodes and edges must be arrays"]
+    ids: set[str] = set()
+    required_by_type = {"text": ("text",), "file": ("file",), "link": ("url",), "group": ()}
+    for n in nodes:
+        for key, kind in (("id", str), ("type", str), ("x", int), ("y", int), ("width", int), ("height", int)):
+            if not isinstance(n.get(key), kind) or isinstance(n.get(key), bool):
+                problems.append(f"node {n.get('id')!r}: {key} missing or not {kind.__name__}")
+        if n.get("type") not in required_by_type:
+            problems.append(f"node {n.get('id')!r}: unknown type {n.get('type')!r}")
+        for key in required_by_type.get(n.get("type"), ()):
+            if not isinstance(n.get(key), str):
+                problems.append(f"node {n.get('id')!r}: {key} missing")
+        if n.get("id") in ids:
+            problems.append(f"duplicate id {n.get('id')!r}")
+        ids.add(n.get("id"))
+    node_ids = set(ids)
+    for e in edges:
+        for key in ("id", "fromNode", "toNode"):
+            if not isinstance(e.get(key), str):
+                problems.append(f"edge {e.get('id')!r}: {key} missing")
+        if e.get("id") in ids:
+            problems.append(f"duplicate id {e.get('id')!r}")
+        ids.add(e.get("id"))
+        for key in ("fromNode", "toNode"):
+            if e.get(key) not in node_ids:
+                problems.append(f"edge {e.get('id')!r}: {key} {e.get(key)!r} names no node")
+        for key in ("fromSide", "toSide"):
+            if key in e and e[key] not in ("top", "right", "bottom", "left"):
+                problems.append(f"edge {e.get('id')!r}: bad {key}")
+        for key in ("fromEnd", "toEnd"):
+            if key in e and e[key] not in ("none", "arrow"):
+                problems.append(f"edge {e.get('id')!r}: bad {key}")
+        if "label" in e and not isinstance(e["label"], str):
+            problems.append(f"edge {e.get('id')!r}: label is not text")
+    return problems
+
+
+def unresolved(cat: Catalog) -> Iterable[Edge]:
+    """Links to notes that do not exist (attachments and `[[#heading]]` links left out)."""
+    for edge in cat.edges():
+        if edge.dst is None and edge.key and not linkmod.is_attachment(edge.target):
+            yield edge

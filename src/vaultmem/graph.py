@@ -161,7 +161,10 @@ def relate(store: "MemoryStore", from_ref: str, to_ref: str, relation_type: str,
         except MalformedNote as exc:
             raise MalformedNote(src.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
         keys = linkmod.keys_for(dst.path, linkmod.aliases_of(dst.props))
-        body = linkmod.set_relation(split.body, line, relation_type, keys, split.newline)
+        try:
+            body = linkmod.set_relation(split.body, line, relation_type, keys, split.newline)
+        except ValueError as exc:
+            raise InvalidInput(f"{src.path}: {exc}") from None
         if body != split.body:
             store.vault.write_text(path, split.head + body)
         store.index.refresh([src.path])

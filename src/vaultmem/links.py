@@ -243,6 +243,8 @@ def set_relation(body: str, line: str, relation_type: str, target_keys: Iterable
             end = i
         if start is None and len(match.group(1)) == 2 and match.group(2) == RELATIONS_HEADING:
             start = i
+    if fence is not None and start is None:
+        raise ValueError(f"the note has an unclosed {fence} code block; close it so the relation is not hidden in code")
     if start is not None:
         end = len(lines) if end is None else end
         for i in range(start + 1, end):

@@ -20,7 +20,7 @@ from vaultmem import links as linkmod
 from vaultmem import note as notes
 from vaultmem.errors import InvalidInput, MalformedNote, NotFound
 from vaultmem.index import Record, iso
-from vaultmem.timeutil import UTC
+from vaultmem.timeutil import UTC, format_time, parse_time
 
 if TYPE_CHECKING:
     from vaultmem.store import MemoryStore
@@ -79,6 +79,7 @@ class Catalog:
         """Links from any note that resolve to `path`."""
         keys = sorted(linkmod.keys_for(path, self.aliases.get(path, ())))
         found = self.edges(f"target_key IN ({','.join('?' * len(keys))})", keys)
+        found.sort(key=lambda e: (e.src, e.line, e.pos))
         return [e for e in found if e.dst == path and e.src != path]
 
     def id_of(self, path: str | None) -> str | None:
@@ -148,12 +149,13 @@ def relate(store: "MemoryStore", from_ref: str, to_ref: str, relation_type: str,
     with store.vault.lock():
         try:
             path = store.vault.abs(src.path)
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except FileNotFoundError:  # moved since the sync: follow it
             store.index.sync()
             src = store.resolve(src.id or src.path)
             path = store.vault.abs(src.path)
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
+        text = raw.decode("utf-8")  # not read_text: it would turn CRLF into LF
         try:
             split = notes.split_note(text)
             if split.frontmatter is not None:
@@ -224,8 +226,10 @@ def open_memories(store: "MemoryStore", refs: Sequence[str] | str, *, include_re
     memories = []
     for rec in shown:
         item = store.memory_dict(rec, now)
-        item.setdefault("promoted_at", rec.props.get("promoted_at"))
-        item.setdefault("promoted_to", rec.props.get("promoted_to"))
+        for key in ("promoted_at", "promoted_to"):
+            value = rec.props.get(key)
+            when = parse_time(value) if key == "promoted_at" else None
+            item.setdefault(key, format_time(when) if when else value)
         if not include_scores:
             item.pop("score", None)
             item.pop("age_days", None)

@@ -158,11 +158,14 @@ def test_read_graph_on_the_sample_vault(sample):
     sample.relate(ZOE, JWT, "related", 0.5)
     result = sample.read_graph("all", page=1, page_size=2)
     assert result["stats"] == {"total_memories": 6, "total_relations": 2, "avg_score": 0.9619,
-                               "avg_use_count": 2.17, "status_filter": "all", "typed_relations": 2}
+                               "avg_use_count": 2.17, "status_filter": "all", "relations_shown": "page"}
     assert result["pagination"] == {"page": 1, "page_size": 2, "total_count": 6, "total_pages": 3, "has_more": True}
     assert [m["id"] for m in result["memories"]] == [JWT, API]
     assert [(r["from"], r["type"], r["to"], r["strength"]) for r in result["relations"]] == [
         (JWT, "supports", API, 1.0), (ZOE, "related", JWT, 0.5)]
+    # relations are those touching this page's memories; all_relations lists every one
+    assert sample.read_graph("all", page=3, page_size=2)["relations"] == []
+    assert len(sample.read_graph("all", page=3, page_size=2, all_relations=True)["relations"]) == 2
     active = sample.read_graph()  # default: active memories only; the promoted API note drops out
     assert active["stats"]["total_memories"] == 4
     assert [(r["from"], r["to"]) for r in active["relations"]] == [(ZOE, JWT)]
@@ -246,6 +249,32 @@ def test_delete_a_linked_note_then_a_daily_note_links_to_a_memory(sample, sample
     # the links live in the catalog: a rebuild gives the same answers
     sample.rebuild_index()
     assert sample.backlinks(ZOE)["notes"] == result["notes"]
+
+
+def _links_table(store):
+    return store.index.db.execute("SELECT src, pos, target_key, type, dst FROM links ORDER BY src, pos").fetchall()
+
+
+def test_incremental_resolution_matches_a_rebuild(sample, sample_vault):
+    """After renames, deletions, new aliases and name clashes, the links the sync re-resolved
+    are exactly what a rebuild from the notes computes."""
+    steps = [
+        lambda: os.rename(sample_vault / API_PATH, sample_vault / "memory/ltm/api-rules.md"),
+        lambda: (sample_vault / "Projects/Rules.md").write_text("---\naliases: [api-guidelines-1a2b3c4d]\n---\nx\n"),
+        lambda: (sample_vault / "Other/api-rules.md").parent.mkdir(),
+        lambda: (sample_vault / "Other/api-rules.md").write_text("clash [[api-rules]] [[Projects/Rules]]\n"),
+        lambda: os.rename(sample_vault / "memory/ltm/api-rules.md", sample_vault / API_PATH),
+        lambda: shutil.move(sample_vault / "Projects/Apollo.md", sample_vault / ".trash"),
+        lambda: (sample_vault / "Daily/x.md").write_text("[[Project Apollo]] [[deploys-go-out-on-tuesdays-2b6d9e01]]\n"),
+        lambda: shutil.move(sample_vault / "Projects/Rules.md", sample_vault / ".trash"),
+    ]
+    rebuilt = MemoryStore(sample_vault, settings=load_settings(sample_vault))
+    for step in steps:
+        step()
+        sample.sync()
+        rebuilt.rebuild_index()
+        assert _links_table(sample) == _links_table(rebuilt)
+    rebuilt.close()
 
 
 def test_graph_queries_read_no_files_after_sync(sample, monkeypatch):

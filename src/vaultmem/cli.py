@@ -281,6 +281,8 @@ def relate(from_ref: str, to_ref: str, relation_type: str, strength: float, meta
               show_default=True, help="Which memories to include.")
 @click.option("--page", type=int, default=1, show_default=True, help="Page of memories (1-indexed).")
 @click.option("--page-size", type=int, default=10, show_default=True, help="Memories per page (max 100).")
+@click.option("--all-relations", is_flag=True,
+              help="List every relation in the filter, not only those touching this page's memories.")
 @click.option("--canvas", "canvas", type=click.Path(dir_okay=False),
               help="Write the graph as an Obsidian canvas (JSON Canvas 1.0) to this .canvas file.")
 @click.option("--around", help="With --canvas: only this memory's neighbourhood.")
@@ -289,7 +291,7 @@ def relate(from_ref: str, to_ref: str, relation_type: str, strength: float, meta
 @vault_option
 @output_options
 @handle_errors
-def graph(status: str, page: int, page_size: int, canvas: str | None, around: str | None, depth: int,
+def graph(status: str, page: int, page_size: int, all_relations: bool, canvas: str | None, around: str | None, depth: int,
           vault: str | None, as_json: bool) -> None:
     """The knowledge graph: memories by score, the relations between them, stats.
 
@@ -308,7 +310,7 @@ def graph(status: str, page: int, page_size: int, canvas: str | None, around: st
         return
     if around is not None:
         raise click.UsageError("--around only works with --canvas")
-    result = store.read_graph(status, page=page, page_size=page_size)
+    result = store.read_graph(status, page=page, page_size=page_size, all_relations=all_relations)
     if as_json:
         emit_json(result)
         return

@@ -8,6 +8,7 @@ updated the notes table, without re-reading or re-resolving any file.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import datetime as dt
 import hashlib
 import json
@@ -28,12 +29,13 @@ if TYPE_CHECKING:
 MAX_PAGE_SIZE = 100
 MAX_IDS = 100
 GRAPH_STATUSES = ("active", "promoted", "archived", "all")
-_LINK_COLUMNS = "src, pos, target, target_key, subpath, alias, embed, type, strength, meta, line"
+_LINK_COLUMNS = ("l.src, l.pos, l.target, l.target_key, l.subpath, l.alias, l.embed, l.type, l.strength, l.meta,"
+                 " l.line, l.dst")
 
 
 @dataclasses.dataclass
 class Edge:
-    """One stored link with the path its target resolves to now (None: unresolved)."""
+    """One stored link, with the note its target resolves to (`dst` None: unresolved)."""
 
     src: str
     pos: int
@@ -46,49 +48,46 @@ class Edge:
     strength: float
     metadata: dict[str, str]
     line: int
-    dst: str | None = None
+    dst: str | None
+    src_kind: str | None
+    src_id: str | None
+    dst_kind: str | None
+    dst_id: str | None
+    src_status: str | None = None
+    dst_status: str | None = None
 
 
 class Catalog:
-    """A snapshot of the catalog's notes, aliases and a resolver over them."""
+    """Read access to the catalog's links (resolved at sync time) and notes."""
 
     def __init__(self, store: "MemoryStore") -> None:
         self.db = store.index.db
-        self.notes: dict[str, tuple[str, str | None, str | None]] = {
-            path: (kind, nid, status)
-            for path, kind, nid, status in self.db.execute("SELECT path, kind, id, status FROM notes")
-        }
-        self.aliases: dict[str, list[str]] = {}
-        alias_rows = self.db.execute("SELECT path, alias FROM aliases").fetchall()
-        for path, alias in alias_rows:
-            self.aliases.setdefault(path, []).append(alias)
-        self.resolver = linkmod.Resolver(self.notes, alias_rows)
+
+    @functools.cached_property
+    def notes(self) -> dict[str, tuple[str, str | None, str | None]]:
+        """path -> (kind, id, status) of every note."""
+        return {path: (kind, nid, status)
+                for path, kind, nid, status in self.db.execute("SELECT path, kind, id, status FROM notes")}
 
     def edges(self, where: str = "1", params: Sequence[Any] = ()) -> list[Edge]:
+        sql = (f"SELECT {_LINK_COLUMNS}, a.kind, a.id, b.kind, b.id, a.status, b.status FROM links l"
+               " LEFT JOIN notes a ON a.path = l.src LEFT JOIN notes b ON b.path = l.dst"
+               f" WHERE {where} ORDER BY l.src, l.pos")
         result = []
-        for row in self.db.execute(f"SELECT {_LINK_COLUMNS} FROM links WHERE {where}", params):
-            src, pos, target, key, subpath, alias, embed, typ, strength, meta, line = row
-            edge = Edge(src, pos, target, key, subpath, alias, bool(embed), typ, strength,
-                        json.loads(meta) if meta else {}, line)
-            if not linkmod.is_attachment(target):
-                edge.dst = self.resolver.resolve(key, src)
-            result.append(edge)
+        for row in self.db.execute(sql, params):
+            (src, pos, target, key, subpath, alias, embed, typ, strength, meta, line, dst,
+             src_kind, src_id, dst_kind, dst_id, src_status, dst_status) = row
+            result.append(Edge(src, pos, target, key, subpath, alias, bool(embed), typ, strength,
+                               json.loads(meta) if meta else {}, line, dst,
+                               src_kind, src_id if src_kind == "memory" else None,
+                               dst_kind, dst_id if dst_kind == "memory" else None, src_status, dst_status))
         return result
 
     def incoming(self, path: str) -> list[Edge]:
-        """Links from any note that resolve to `path`."""
-        keys = sorted(linkmod.keys_for(path, self.aliases.get(path, ())))
-        found = self.edges(f"target_key IN ({','.join('?' * len(keys))})", keys)
+        """Links from other notes that resolve to `path`."""
+        found = self.edges("l.dst = ? AND l.src != ?", (path, path))
         found.sort(key=lambda e: (e.src, e.line, e.pos))
-        return [e for e in found if e.dst == path and e.src != path]
-
-    def id_of(self, path: str | None) -> str | None:
-        info = self.notes.get(path or "")
-        return info[1] if info and info[0] == "memory" else None
-
-    def kind_of(self, path: str | None) -> str | None:
-        info = self.notes.get(path or "")
-        return info[0] if info else None
+        return found
 
 
 def relation_id(from_key: str, relation_type: str, to_key: str) -> str:
@@ -96,9 +95,9 @@ def relation_id(from_key: str, relation_type: str, to_key: str) -> str:
     return "rel-" + hashlib.sha1(f"{from_key}|{relation_type}|{to_key}".encode()).hexdigest()[:16]
 
 
-def edge_dict(cat: Catalog, edge: Edge) -> dict[str, Any]:
+def edge_dict(edge: Edge) -> dict[str, Any]:
     """A relation in the seed's shape (`id, from, to, type, strength, created_at`) plus paths."""
-    from_id, to_id = cat.id_of(edge.src), cat.id_of(edge.dst)
+    from_id, to_id = edge.src_id, edge.dst_id
     return {
         "id": relation_id(from_id or edge.src, edge.type, to_id or edge.dst or edge.key),
         "from": from_id,
@@ -189,13 +188,13 @@ def relate(store: "MemoryStore", from_ref: str, to_ref: str, relation_type: str,
 def relations_of(cat: Catalog, path: str) -> dict[str, list[dict[str, Any]]]:
     """Outgoing and incoming links of one note, typed relations and `links_to` alike."""
     outgoing = []
-    for edge in cat.edges("src = ?", (path,)):
+    for edge in cat.edges("l.src = ?", (path,)):
         if edge.dst == path or edge.key == "" or linkmod.is_attachment(edge.target):
             continue
-        outgoing.append({"to": cat.id_of(edge.dst), "to_path": edge.dst, "target": edge.target,
+        outgoing.append({"to": edge.dst_id, "to_path": edge.dst, "target": edge.target,
                          "type": edge.type, "strength": edge.strength, "metadata": edge.metadata,
                          "resolved": edge.dst is not None})
-    incoming = [{"from": cat.id_of(e.src), "from_path": e.src, "kind": cat.kind_of(e.src), "type": e.type,
+    incoming = [{"from": e.src_id, "from_path": e.src, "kind": e.src_kind, "type": e.type,
                  "strength": e.strength, "metadata": e.metadata} for e in cat.incoming(path)]
     incoming.sort(key=lambda r: (r["from_path"], r["type"]))
     return {"outgoing": outgoing, "incoming": incoming}
@@ -268,9 +267,15 @@ def _scored_memories(store: "MemoryStore", statuses: tuple[str, ...] | None,
 
 
 def read_graph(store: "MemoryStore", status: str = "active", *, include_scores: bool = True,
-               limit: int | None = None, page: int | None = None, page_size: int | None = None) -> dict[str, Any]:
-    """The seed's read_graph: a page of memories (best score first), every relation between
-    the memories in the filter (not paginated), and stats."""
+               limit: int | None = None, page: int | None = None, page_size: int | None = None,
+               all_relations: bool = False) -> dict[str, Any]:
+    """The seed's read_graph: a page of memories (best score first), the relations between
+    memories in the filter, and stats over the whole filtered graph.
+
+    `relations` holds the relations that touch a memory on this page (both ends in the
+    filter), which keeps the result bounded; `all_relations=True` returns every one, as the
+    seed does. `stats.total_relations` always counts them all.
+    """
     statuses = _statuses(status)
     if limit is not None and not 1 <= limit <= 10_000:
         raise InvalidInput(f"limit must be between 1 and 10000, got {limit}")
@@ -280,14 +285,32 @@ def read_graph(store: "MemoryStore", status: str = "active", *, include_scores: 
     scored.sort(key=lambda r: (-r[1], r[0]))
     if limit is not None:
         scored = scored[:limit]
-    members = {path for path, _s, _u in scored}
-    cat = Catalog(store)
-    relations = []
-    for edge in cat.edges("src IN (SELECT path FROM notes WHERE kind = 'memory')"):
-        if edge.src in members and edge.dst in members and edge.dst != edge.src:
-            relations.append(edge_dict(cat, edge))
-    relations.sort(key=lambda r: (r["from_path"], r["line"], r["to_path"]))
     shown, pagination = paginate(scored, page, page_size)
+    cat = Catalog(store)
+    both = "a.kind = 'memory' AND b.kind = 'memory' AND l.src != l.dst"
+    params: list[Any] = []
+    if statuses:
+        marks = ",".join("?" * len(statuses))
+        both += f" AND a.status IN ({marks}) AND b.status IN ({marks})"
+        params = [*statuses, *statuses]
+    members = {path for path, _s, _u in scored} if limit is not None else None
+    if members is None:
+        total_relations = cat.db.execute(
+            "SELECT count(*) FROM links l JOIN notes a ON a.path = l.src JOIN notes b ON b.path = l.dst"
+            f" WHERE {both}", params).fetchone()[0]
+    else:
+        total_relations = sum(1 for e in cat.edges(both, params) if e.src in members and e.dst in members)
+    if all_relations:
+        edges = cat.edges(both, params)
+    else:
+        page_paths = [p for p, _s, _u in shown]
+        marks = ",".join("?" * len(page_paths))
+        edges = cat.edges(f"{both} AND (l.src IN ({marks}) OR l.dst IN ({marks}))",
+                          [*params, *page_paths, *page_paths]) if page_paths else []
+    if members is not None:
+        edges = [e for e in edges if e.src in members and e.dst in members]
+    relations = [edge_dict(e) for e in edges]
+    relations.sort(key=lambda r: (r["from_path"], r["line"], r["to_path"]))
     records = store.index.by_paths([p for p, _s, _u in shown])
     memories = []
     for path, _s, _u in shown:
@@ -298,11 +321,11 @@ def read_graph(store: "MemoryStore", status: str = "active", *, include_scores: 
         memories.append(item)
     stats = {
         "total_memories": len(scored),
-        "total_relations": len(relations),
+        "total_relations": total_relations,
         "avg_score": round(sum(s for _p, s, _u in scored) / len(scored), 4) if scored else 0.0,
         "avg_use_count": round(sum(u for _p, _s, u in scored) / len(scored), 2) if scored else 0.0,
         "status_filter": status,
-        "typed_relations": sum(1 for r in relations if r["type"] != linkmod.UNTYPED),
+        "relations_shown": "all" if all_relations else "page",
     }
     return {"success": True, "memories": memories, "relations": relations, "stats": stats,
             "pagination": pagination}
@@ -318,8 +341,8 @@ def backlinks(store: "MemoryStore", ref: str) -> dict[str, Any]:
     cat = Catalog(store)
     memories, person_notes = [], []
     for edge in cat.incoming(rec.path):
-        kind = cat.kind_of(edge.src)
-        item = {"path": edge.src, "id": cat.id_of(edge.src), "type": edge.type, "strength": edge.strength,
+        kind = edge.src_kind
+        item = {"path": edge.src, "id": edge.src_id, "type": edge.type, "strength": edge.strength,
                 "line": edge.line, "embed": edge.embed, "subpath": edge.subpath or None}
         (memories if kind == "memory" else person_notes).append(item)
     for items in (memories, person_notes):
@@ -365,7 +388,7 @@ def export_canvas(store: "MemoryStore", out: Path | str, *, status: str = "all",
         members, rings, frontier = {center}, [[center]], [center]
         for _ in range(depth):
             nxt = sorted({n for p in frontier for n in neighbours.get(p, ()) if n not in members
-                          and (cat.kind_of(n) != "memory" or statuses is None or cat.notes[n][2] in statuses)})
+                          and (cat.notes.get(n, ("",))[0] != "memory" or statuses is None or cat.notes[n][2] in statuses)})
             if not nxt:
                 break
             members.update(nxt)
@@ -448,6 +471,6 @@ def validate_canvas(data: Any) -> list[str]:
 
 def unresolved(cat: Catalog) -> Iterable[Edge]:
     """Links to notes that do not exist (attachments and `[[#heading]]` links left out)."""
-    for edge in cat.edges():
-        if edge.dst is None and edge.key and not linkmod.is_attachment(edge.target):
+    for edge in cat.edges("l.dst IS NULL AND l.target_key != ''"):
+        if not linkmod.is_attachment(edge.target):
             yield edge

@@ -360,7 +360,7 @@ class Index:
             db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})",
                            [r.row() for r in records])
-            _store_links(db, removed + [r.path for r in records], records)
+            linkmod.store_links(db, removed + [r.path for r in records], records)
 
     def rebuild(self, progress: Any = None) -> SyncReport:
         """Recreate the whole index from the notes alone."""
@@ -396,7 +396,7 @@ class Index:
         writer.commit()
         with db:
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
-            _store_links(db, [], records)
+            linkmod.store_links(db, [], records, full=True)
         db.close()
         self.close()
         if self.dir.exists():
@@ -471,14 +471,15 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
     db.execute("CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-    # Each note's outgoing wikilinks, as written; resolved to paths at query time (links.Resolver)
-    # so renames and deletions are right as soon as the notes table is.
+    # Each note's outgoing wikilinks as written, and the path each resolves to now (`dst`, NULL
+    # when unresolved); links.store_links re-resolves affected links on every sync.
     db.execute(
         "CREATE TABLE IF NOT EXISTS links (src TEXT, pos INTEGER, target TEXT, target_key TEXT,"
         " subpath TEXT, alias TEXT, embed INTEGER, type TEXT, strength REAL, meta TEXT, line INTEGER,"
-        " PRIMARY KEY (src, pos))"
+        " dst TEXT, PRIMARY KEY (src, pos))"
     )
     db.execute("CREATE INDEX IF NOT EXISTS links_target ON links(target_key)")
+    db.execute("CREATE INDEX IF NOT EXISTS links_dst ON links(dst)")
     db.execute("CREATE TABLE IF NOT EXISTS aliases (path TEXT, alias TEXT, PRIMARY KEY (path, alias))")
     db.execute("CREATE INDEX IF NOT EXISTS aliases_alias ON aliases(alias)")
     version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -489,21 +490,6 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise sqlite3.DatabaseError(f"index schema {version[0]} != {SCHEMA_VERSION}")
     return db
-
-
-def _store_links(db: sqlite3.Connection, stale: list[str], records: list[Record]) -> None:
-    """Replace the links and aliases rows of the given notes (inside the caller's transaction)."""
-    db.executemany("DELETE FROM links WHERE src = ?", [(p,) for p in stale])
-    db.executemany("DELETE FROM aliases WHERE path = ?", [(p,) for p in stale])
-    link_rows, alias_rows = [], []
-    for rec in records:
-        for pos, link in enumerate(getattr(rec, "_links", ())):
-            link_rows.append((rec.path, pos, link.target, link.key, link.subpath, link.alias, int(link.embed),
-                              link.type, link.strength,
-                              json.dumps(link.metadata, ensure_ascii=False) if link.metadata else None, link.line))
-        alias_rows.extend((rec.path, alias) for alias in getattr(rec, "_aliases", ()))
-    db.executemany("INSERT OR REPLACE INTO links VALUES (?,?,?,?,?,?,?,?,?,?,?)", link_rows)
-    db.executemany("INSERT OR IGNORE INTO aliases VALUES (?,?)", alias_rows)
 
 
 def _is_index_corruption(exc: BaseException) -> bool:

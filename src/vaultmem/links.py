@@ -322,6 +322,52 @@ def _nearest(candidates: Sequence[str], source: str) -> str | None:
                                              p.count("/"), p))[0]
 
 
+def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: bool = False) -> None:
+    """Replace the `links`/`aliases` rows of re-read (`records`) and removed (`stale`) notes and
+    re-resolve every stored link whose target may now point elsewhere: links whose key names a
+    removed, added or renamed note or alias. Runs inside the caller's transaction, after the
+    notes table is up to date. `full` resolves every link (a rebuild)."""
+    affected: set[str] = set()
+    for path in stale:
+        old_aliases = [a for (a,) in db.execute("SELECT alias FROM aliases WHERE path = ?", (path,))]
+        affected |= keys_for(path, old_aliases)
+    db.executemany("DELETE FROM links WHERE src = ?", [(p,) for p in stale])
+    db.executemany("DELETE FROM aliases WHERE path = ?", [(p,) for p in stale])
+    link_rows, alias_rows = [], []
+    for rec in records:
+        for pos, link in enumerate(getattr(rec, "_links", ())):
+            link_rows.append((rec.path, pos, link.target, link.key, link.subpath, link.alias, int(link.embed),
+                              link.type, link.strength,
+                              json.dumps(link.metadata, ensure_ascii=False) if link.metadata else None, link.line))
+        aliases = getattr(rec, "_aliases", ())
+        alias_rows.extend((rec.path, alias) for alias in aliases)
+        affected |= keys_for(rec.path, aliases)
+    db.executemany("INSERT OR REPLACE INTO links (src, pos, target, target_key, subpath, alias, embed, type,"
+                   " strength, meta, line) VALUES (?,?,?,?,?,?,?,?,?,?,?)", link_rows)
+    db.executemany("INSERT OR IGNORE INTO aliases VALUES (?,?)", alias_rows)
+    if not full and not link_rows and not affected:
+        return
+    resolver = Resolver([p for (p,) in db.execute("SELECT path FROM notes")],
+                        db.execute("SELECT path, alias FROM aliases").fetchall())
+    if full:
+        todo = db.execute("SELECT rowid, src, target, target_key, dst FROM links").fetchall()
+    else:
+        todo = []
+        srcs = sorted({rec.path for rec in records})
+        keys = sorted(affected)
+        for column, values in (("src", srcs), ("target_key", keys)):
+            for i in range(0, len(values), 500):
+                chunk = values[i:i + 500]
+                todo += db.execute(f"SELECT rowid, src, target, target_key, dst FROM links WHERE {column} IN"
+                                   f" ({','.join('?' * len(chunk))})", chunk).fetchall()
+    updates = []
+    for rowid, src, target, key, dst in todo:
+        new = None if is_attachment(target) else resolver.resolve(key, src)
+        if new != dst or full:
+            updates.append((new, rowid))
+    db.executemany("UPDATE links SET dst = ? WHERE rowid = ?", updates)
+
+
 def aliases_of(props: Mapping[str, Any]) -> list[str]:
     """A note's `aliases` (Obsidian also accepts the older `alias`) as lowercase keys."""
     found: list[str] = []

@@ -234,12 +234,13 @@ class MemoryStore:
         return graph.relate(self, from_ref, to_ref, relation_type, strength, metadata)
 
     def read_graph(self, status: str = "active", *, include_scores: bool = True, limit: int | None = None,
-                   page: int | None = None, page_size: int | None = None) -> dict[str, Any]:
+                   page: int | None = None, page_size: int | None = None,
+                   all_relations: bool = False) -> dict[str, Any]:
         """The seed's read_graph: memories, relations between them, stats, pagination."""
         from vaultmem import graph
 
         return graph.read_graph(self, status, include_scores=include_scores, limit=limit, page=page,
-                                page_size=page_size)
+                                page_size=page_size, all_relations=all_relations)
 
     def backlinks(self, ref: str) -> dict[str, Any]:
         """Memories and the person's notes that link to a memory."""

@@ -287,28 +287,20 @@ def read_graph(store: "MemoryStore", status: str = "active", *, include_scores: 
         scored = scored[:limit]
     shown, pagination = paginate(scored, page, page_size)
     cat = Catalog(store)
-    both = "a.kind = 'memory' AND b.kind = 'memory' AND l.src != l.dst"
-    params: list[Any] = []
-    if statuses:
-        marks = ",".join("?" * len(statuses))
-        both += f" AND a.status IN ({marks}) AND b.status IN ({marks})"
-        params = [*statuses, *statuses]
-    members = {path for path, _s, _u in scored} if limit is not None else None
-    if members is None:
-        total_relations = cat.db.execute(
-            "SELECT count(*) FROM links l JOIN notes a ON a.path = l.src JOIN notes b ON b.path = l.dst"
-            f" WHERE {both}", params).fetchone()[0]
-    else:
-        total_relations = sum(1 for e in cat.edges(both, params) if e.src in members and e.dst in members)
+    members = {path for path, _s, _u in scored}
+    # Plain columns and set lookups: joining the wide notes table per link is 5x slower.
+    total_relations = sum(1 for src, dst in cat.db.execute("SELECT src, dst FROM links WHERE dst IS NOT NULL")
+                          if src != dst and src in members and dst in members)
     if all_relations:
-        edges = cat.edges(both, params)
-    else:
+        edges = cat.edges("l.dst IS NOT NULL")
+    elif shown:
         page_paths = [p for p, _s, _u in shown]
         marks = ",".join("?" * len(page_paths))
-        edges = cat.edges(f"{both} AND (l.src IN ({marks}) OR l.dst IN ({marks}))",
-                          [*params, *page_paths, *page_paths]) if page_paths else []
-    if members is not None:
-        edges = [e for e in edges if e.src in members and e.dst in members]
+        edges = cat.edges(f"l.rowid IN (SELECT rowid FROM links WHERE src IN ({marks})"
+                          f" UNION SELECT rowid FROM links WHERE dst IN ({marks}))", [*page_paths, *page_paths])
+    else:
+        edges = []
+    edges = [e for e in edges if e.src != e.dst and e.src in members and e.dst in members]
     relations = [edge_dict(e) for e in edges]
     relations.sort(key=lambda r: (r["from_path"], r["line"], r["to_path"]))
     records = store.index.by_paths([p for p, _s, _u in shown])

@@ -172,6 +172,27 @@ def test_read_graph_on_the_sample_vault(sample):
     assert "score" not in sample.read_graph("all", include_scores=False)["memories"][0]
 
 
+def test_graph_scores_equal_decay_score(sample, clock):
+    from vaultmem.graph import _scored_memories
+
+    clock.advance(days=3)
+    sample.sync()
+    fast = {path: score for path, score, _u in _scored_memories(sample, None, clock())}
+    slow = {r.path: sample.score_of(r, clock()) for r in sample.index.records("kind = 'memory'")}
+    assert fast.keys() == slow.keys() and all(abs(fast[p] - slow[p]) < 1e-12 for p in fast)
+
+
+def test_relation_counts_match_a_plain_count(sample, sample_vault):
+    sample.relate(ZOE, JWT, "related")
+    sample.relate(DEPLOY_PATH.rsplit("/", 1)[1], API, "causes")
+    (sample_vault / "memory/stm/note-to-self.md").write_text("[[Apollo]] [[api-guidelines-1a2b3c4d]]\n")
+    for status in ("active", "promoted", "archived", "all"):
+        result = sample.read_graph(status, all_relations=True)
+        assert result["stats"]["total_relations"] == len(result["relations"])
+    assert sample.read_graph("all")["stats"]["total_relations"] == 4
+    assert sample.read_graph("all", limit=2, all_relations=True)["stats"]["total_relations"] == 1
+
+
 def test_graph_cli(sample_runner):
     out = invoke(sample_runner, "graph", "--status", "promoted").output
     assert out == (

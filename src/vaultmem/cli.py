@@ -277,8 +277,8 @@ def relate(from_ref: str, to_ref: str, relation_type: str, strength: float, meta
 
 
 @cli.command()
-@click.option("--status", type=click.Choice(["active", "promoted", "archived", "all"]), default="active",
-              show_default=True, help="Which memories to include.")
+@click.option("--status", type=click.Choice(["active", "promoted", "archived", "all"]),
+              help="Which memories to include (default: active; all with --canvas).")
 @click.option("--page", type=int, default=1, show_default=True, help="Page of memories (1-indexed).")
 @click.option("--page-size", type=int, default=10, show_default=True, help="Memories per page (max 100).")
 @click.option("--all-relations", is_flag=True,
@@ -291,7 +291,7 @@ def relate(from_ref: str, to_ref: str, relation_type: str, strength: float, meta
 @vault_option
 @output_options
 @handle_errors
-def graph(status: str, page: int, page_size: int, all_relations: bool, canvas: str | None, around: str | None, depth: int,
+def graph(status: str | None, page: int, page_size: int, all_relations: bool, canvas: str | None, around: str | None, depth: int,
           vault: str | None, as_json: bool) -> None:
     """The knowledge graph: memories by score, the relations between them, stats.
 
@@ -302,7 +302,7 @@ def graph(status: str, page: int, page_size: int, all_relations: bool, canvas: s
     """
     store = _store(vault)
     if canvas is not None:
-        result = store.export_canvas(canvas, status=status, around=around, depth=depth)
+        result = store.export_canvas(canvas, status=status or "all", around=around, depth=depth)
         if as_json:
             emit_json(result)
         else:
@@ -310,7 +310,7 @@ def graph(status: str, page: int, page_size: int, all_relations: bool, canvas: s
         return
     if around is not None:
         raise click.UsageError("--around only works with --canvas")
-    result = store.read_graph(status, page=page, page_size=page_size, all_relations=all_relations)
+    result = store.read_graph(status or "active", page=page, page_size=page_size, all_relations=all_relations)
     if as_json:
         emit_json(result)
         return

@@ -172,9 +172,13 @@ def test_read_graph_on_the_sample_vault(sample):
     assert "score" not in sample.read_graph("all", include_scores=False)["memories"][0]
 
 
-def test_graph_scores_equal_decay_score(sample, clock):
+@pytest.mark.parametrize("model", ["power_law", "exponential", "two_component", "actr"])
+def test_graph_scores_equal_decay_score(sample, clock, model):
+    import dataclasses
+
     from vaultmem.graph import _scored_memories
 
+    sample.settings = dataclasses.replace(sample.settings, decay_model=model)
     clock.advance(days=3)
     sample.sync()
     fast = {path: score for path, score, _u in _scored_memories(sample, None, clock())}

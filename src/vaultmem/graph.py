@@ -258,6 +258,8 @@ def _scored_memories(store: "MemoryStore", statuses: tuple[str, ...] | None,
     where, params = "kind = 'memory'", list(statuses or ())
     if statuses:
         where += f" AND status IN ({','.join('?' * len(statuses))})"
+    if store.settings.decay_model == "actr":  # needs each note's access history: full records
+        return [(r.path, store.score_of(r, now), r.use_count) for r in store.index.records(where, params)]
     rows = store.index.db.execute(
         f"SELECT path, use_count, last_used, strength, memory_type, pinned FROM notes WHERE {where}", params)
     settings = store.settings

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 import shutil
@@ -73,7 +74,7 @@ class Record:
         return None if self.last_used is None else dt.datetime.fromtimestamp(self.last_used, UTC)
 
     def row(self) -> tuple[Any, ...]:
-        values = dataclasses.asdict(self)
+        values = {c: getattr(self, c) for c in _COLUMNS}  # dataclasses.asdict deep-copies: 4x slower
         values["tags"] = json.dumps(self.tags, ensure_ascii=False)
         values["entities"] = json.dumps(self.entities, ensure_ascii=False)
         values["props"] = json.dumps(self.props, ensure_ascii=False, default=_json_default)
@@ -106,6 +107,8 @@ class SyncReport:
     unchanged: int = 0
     malformed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     rebuilt: bool = False
+    # memories whose `status` property disagrees with their folder (moved by hand)
+    status_mismatch: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -162,6 +165,7 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     memory = notes.memory_from_properties(props, split.body, rel, default_time)
     rec.id = memory.id
     rec.status = folder_status or memory.status
+    rec._declared_status = str(props.get("status") or "active")  # type: ignore[attr-defined]
     rec.content = memory.content
     rec.created = memory.created.timestamp()
     rec.last_used = memory.last_used.timestamp()
@@ -176,6 +180,12 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     rec.agent = memory.agent
     rec.props = memory.meta
     return rec
+
+
+def _note_mismatch(rec: Record, report: SyncReport) -> None:
+    declared = getattr(rec, "_declared_status", None)
+    if rec.kind == "memory" and declared is not None and declared != rec.status:
+        report.status_mismatch.append(rec.path)
 
 
 def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
@@ -216,12 +226,15 @@ def _schema() -> Any:
 
 def _document(rec: Record) -> dict[str, Any]:
     text = getattr(rec, "_full_text", rec.content)
+    title = rec.title
+    if rec.kind == "memory" and title.startswith(notes.slugify(rec.content)):
+        title = ""  # vaultmem's own file name repeats the first words: counting them twice skews BM25
     return {
         "path": rec.path,
         "id": rec.id or "",
         "kind": rec.kind,
         "status": rec.status or "",
-        "title": rec.title.replace("-", " "),
+        "title": title.replace("-", " "),
         "content": text,
         "tags": ",".join(rec.tags),
         "entities": " ".join(rec.entities),
@@ -238,6 +251,10 @@ class Index:
         self._db: sqlite3.Connection | None = None
         self._ix: Any = None
         self._opened_ino: int | None = None
+        self._search: Any = None
+        self._search_ix: Any = None
+        self._allowed_cache: dict[str, Any] = {}
+        self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
 
     # -- opening ----------------------------------------------------------------------------
     def _current_ino(self) -> int | None:
@@ -269,6 +286,11 @@ class Index:
         return self._ix
 
     def close(self) -> None:
+        if self._search is not None:
+            self._search.close()
+        self._search = self._search_ix = None
+        self._allowed_cache = {}
+        self._fingerprints = None
         if self._db is not None:
             self._db.close()
         self._db = None
@@ -277,11 +299,19 @@ class Index:
 
     # -- sync -----------------------------------------------------------------------------
     def fingerprints(self) -> dict[str, tuple[int, int]]:
-        return {p: (m, s) for p, m, s in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
+        """path -> (mtime_ns, size) as indexed; cached until any connection writes the catalog."""
+        db = self.db
+        version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
+        if self._fingerprints is None or self._fingerprints[0] != version:
+            rows = db.execute("SELECT path, mtime_ns, size FROM notes")
+            self._fingerprints = (version, {p: (m, s) for p, m, s in rows})
+        return self._fingerprints[1]
 
     def diff(self, on_disk: dict[str, tuple[int, int]]) -> tuple[list[str], list[str], list[str]]:
         """(new paths, changed paths, removed paths) between the disk and the catalog."""
         known = self.fingerprints()
+        if known == on_disk:  # the common case, compared in C
+            return [], [], []
         new = [p for p in on_disk if p not in known]
         changed = [p for p, fp in on_disk.items() if p in known and known[p] != fp]
         removed = [p for p in known if p not in on_disk]
@@ -342,6 +372,7 @@ class Index:
             records.append(rec)
             if rec.error:
                 report.malformed.append((rel, rec.error))
+            _note_mismatch(rec, report)
         writer = self.ix.writer(limitmb=128)
         try:
             for rel in removed:
@@ -391,6 +422,7 @@ class Index:
                 report.malformed.append((rel, rec.error))
             else:
                 writer.add_document(**_document(rec))
+            _note_mismatch(rec, report)
             rows.append(rec.row())
             records.append(rec)
         writer.commit()
@@ -427,8 +459,8 @@ class Index:
 
     def search(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
                tags: Sequence[str] = (), since: dt.datetime | None = None,
-               limit: int = 100) -> tuple[list[tuple[str, float]], int]:
-        """BM25F matches as (path, relevance), best first, and how many documents matched."""
+               limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
+        """BM25F matches as (path, relevance), best first, and whether that is every match."""
         from whoosh import query as Q
         from whoosh.qparser import MultifieldParser, OrGroup
 
@@ -438,16 +470,51 @@ class Index:
         parsed = parser.parse(text)
         if parsed is Q.NullQuery:
             return [], 0
-        filters: list[Any] = [Q.Or([Q.Term("kind", k) for k in kinds])]
+        filters: list[Any] = [_any_of("kind", kinds)]
         if statuses:
-            filters.append(Q.Or([Q.Term("status", s) for s in statuses]))
+            filters.append(_any_of("status", statuses))
         if tags:
-            filters.append(Q.Or([Q.Term("tags", t.lower()) for t in tags]))
+            filters.append(_any_of("tags", [t.lower() for t in tags]))
         if since is not None:
             filters.append(Q.NumericRange("last_used", int(since.timestamp()), None))
-        with ix.searcher() as searcher:
-            hits = searcher.search(parsed, limit=limit, filter=Q.And(filters))
-            return [(hit["path"], float(hit.score)) for hit in hits], len(hits)
+        searcher = self._searcher()
+        allowed = self._allowed(searcher, filters)
+        if not allowed:
+            return [], True
+        hits = searcher.search(parsed, limit=limit, filter=allowed, terms=True)
+        stem = _stemmer()
+        wanted = {stem(t) for f, t in parsed.iter_all_terms() if f in SEARCH_FIELDS}
+        found = []
+        for hit in hits:
+            matched = {stem(t) for f, t in hit.matched_terms()} & wanted
+            found.append((hit["path"], coordinated(float(hit.score), len(matched), len(wanted))))
+        found.sort(key=lambda item: -item[1])
+        return found, len(found) < limit
+
+    def _searcher(self) -> Any:
+        """One searcher per index generation, reopened when a writer (any process) committed."""
+        ix = self.ix
+        if self._search is None or self._search_ix is not ix:
+            self._search, self._search_ix, self._allowed_cache = ix.searcher(), ix, {}
+        elif not self._search.up_to_date():
+            # A fresh searcher, not refresh(): whoosh3's refresh crashes when the old reader
+            # was an EmptyReader (an index with no segments yet).
+            self._search.close()
+            self._search, self._allowed_cache = ix.searcher(), {}
+        return self._search
+
+    def _allowed(self, searcher: Any, filters: list[Any]) -> Any:
+        """The doc numbers passing the filters, cached per searcher (filters repeat a lot)."""
+        from whoosh import query as Q
+
+        key = repr(filters)
+        allowed = self._allowed_cache.get(key)
+        if allowed is None:
+            allowed = set(searcher.docs_for_query(filters[0] if len(filters) == 1 else Q.And(filters)))
+            if len(self._allowed_cache) > 64:
+                self._allowed_cache.clear()
+            self._allowed_cache[key] = allowed
+        return allowed
 
     def size_bytes(self) -> int:
         total = 0
@@ -456,6 +523,40 @@ class Index:
                 with contextlib.suppress(OSError):
                     total += os.path.getsize(os.path.join(folder, name))
         return total
+
+
+COORD_POWER = 2.0
+
+
+def coordinated(bm25: float, matched_words: int, query_words: int) -> float:
+    """BM25F scaled by the share of the query's words a note contains: (m / n) ** 2.
+
+    Plain OR lets a short note with two of three words outrank the note with all three;
+    Whoosh's own coordination bonus is negligible when words are spread over four fields.
+    """
+    if query_words <= 1:
+        return bm25
+    return bm25 * (max(matched_words, 1) / query_words) ** COORD_POWER
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Callable[[Any], str]:
+    """Map a matched term (bytes or str, from any field) to its content-field form."""
+    analyzer = _analyzer()
+
+    @functools.lru_cache(maxsize=20000)
+    def stem(term: Any) -> str:
+        text = term.decode("utf-8", "replace") if isinstance(term, bytes) else str(term)
+        tokens = [t.text for t in analyzer(text)]
+        return tokens[0] if tokens else text.lower()
+
+    return stem
+
+
+def _any_of(field: str, values: Sequence[str]) -> Any:
+    from whoosh import query as Q
+
+    return Q.Term(field, values[0]) if len(values) == 1 else Q.Or([Q.Term(field, v) for v in values])
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -71,6 +71,17 @@ def test_relate_writes_only_the_relation_line(sample, sample_vault):
     assert [(r["to"], r["type"], r["strength"]) for r in outgoing] == [(JWT, "supports", 0.4), (API, "related", 1.0)]
 
 
+def test_relate_applies_to_the_note_as_it_is_on_disk_now(sample, sample_vault, monkeypatch):
+    """A person's edit made after the last sync is kept: relate re-reads the note under the lock."""
+    sample.sync()
+    path = sample_vault / JWT_PATH
+    path.write_text(path.read_text().replace("all new APIs.", "all new APIs (edited in Obsidian)."))
+    edited = path.read_text()
+    monkeypatch.setattr(sample, "sync", lambda *a, **k: None)  # the index still has the old text
+    sample.relate(JWT, ZOE, "related")
+    assert path.read_text() == edited + "- related:: [[zoe-prefers-cafe-meetings-9c1e44f0]]\n"
+
+
 def test_relate_appends_to_an_existing_section(sample, sample_vault):
     before = (sample_vault / JWT_PATH).read_text()
     sample.relate(JWT, ZOE, "has_decision", metadata={"decided": "2026-11-22"})

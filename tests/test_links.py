@@ -149,3 +149,10 @@ def test_resolution_like_obsidian():
     assert r.resolve("missing") is None
     assert r.resolve("", "Projects/Apollo.md") == "Projects/Apollo.md"  # [[#Heading]]
     assert keys_for("memory/stm/Alpha-1.md", ["A1"]) == {"memory/stm/alpha-1", "stm/alpha-1", "alpha-1", "a1"}
+
+
+def test_resolution_ignores_unicode_normalisation():
+    nfd = "memory/stm/zoe\u0308-prefers-cafe\u0301.md"  # how macOS may store the name
+    r = Resolver([nfd], [(nfd, "zoë")])
+    assert r.resolve(parse_links("[[Zoë-prefers-café]]")[0].key) == nfd
+    assert r.resolve(parse_links("[[ZOË]]")[0].key) == nfd

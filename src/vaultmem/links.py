@@ -20,6 +20,7 @@ import dataclasses
 import json
 import math
 import re
+import unicodedata
 from typing import Any, Iterable, Mapping, Sequence
 
 from vaultmem.errors import InvalidInput
@@ -60,9 +61,14 @@ class Link:
 
 
 def target_key(target: str) -> str:
-    """How a link target is looked up: lowercase, no `.md`, forward slashes, no leading /."""
-    key = target.strip().replace("\\", "/").lstrip("/").lower()
+    """How a link target is looked up: NFC, lowercase, no `.md`, forward slashes, no leading /."""
+    key = _fold(target.strip().replace("\\", "/").lstrip("/"))
     return key[:-3] if key.endswith(".md") else key
+
+
+def _fold(text: str) -> str:
+    """Case- and normalisation-insensitive form (macOS file names are often NFD: `zoe\u0308`)."""
+    return unicodedata.normalize("NFC", text).lower()
 
 
 def is_attachment(target: str) -> bool:
@@ -280,7 +286,7 @@ class Resolver:
         self.by_path: dict[str, str] = {}
         self.by_name: dict[str, list[str]] = {}
         for path in paths:
-            low = path[:-3].lower() if path.endswith(".md") else path.lower()
+            low = _fold(path[:-3] if path.endswith(".md") else path)
             self.by_path[low] = path
             self.by_name.setdefault(low.rsplit("/", 1)[-1], []).append(path)
         self.by_alias: dict[str, list[str]] = {}
@@ -296,7 +302,7 @@ class Resolver:
             if hit:
                 return hit
             candidates = [p for p in self.by_name.get(key.rsplit("/", 1)[-1], ())
-                          if p[:-3].lower().endswith("/" + key)]
+                          if _fold(p[:-3]).endswith("/" + key)]
             return _nearest(candidates, source)
         candidates = self.by_name.get(key)
         if candidates:
@@ -306,10 +312,10 @@ class Resolver:
 
 def keys_for(path: str, aliases: Sequence[str] = ()) -> set[str]:
     """The target keys that can point at `path` (name, path, path suffixes, aliases)."""
-    low = path[:-3].lower() if path.endswith(".md") else path.lower()
+    low = _fold(path[:-3] if path.endswith(".md") else path)
     parts = low.split("/")
     keys = {"/".join(parts[i:]) for i in range(len(parts))}
-    keys.update(a.lower() for a in aliases)
+    keys.update(_fold(a) for a in aliases)
     return keys
 
 
@@ -376,7 +382,7 @@ def aliases_of(props: Mapping[str, Any]) -> list[str]:
         items = value if isinstance(value, (list, tuple)) else ([value] if value else [])
         for item in items:
             if item is not None and str(item).strip():
-                key = str(item).strip().lower()
+                key = _fold(str(item).strip())
                 if key not in found:
                     found.append(key)
     return found

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from vaultmem.errors import InvalidInput
 from vaultmem.links import (
-    Link, Resolver, keys_for, parse_links, render_relation, set_relation, validate_relation,
+    Link, Resolver, keys_for, note_links, parse_links, render_relation, set_relation, validate_relation,
 )
 
 
@@ -156,3 +156,15 @@ def test_resolution_ignores_unicode_normalisation():
     r = Resolver([nfd], [(nfd, "zoë")])
     assert r.resolve(parse_links("[[Zoë-prefers-café]]")[0].key) == nfd
     assert r.resolve(parse_links("[[ZOË]]")[0].key) == nfd
+
+
+def test_links_in_frontmatter_properties():
+    frontmatter = 'id: x\nrelated: "[[Other note|shown]]"\nsupports:\n  - "[[a]]"\n  - "[[b#Part]]"\nurl: "[not a link]"\n'
+    props = {"id": "x", "related": "[[Other note|shown]]", "supports": ["[[a]]", "[[b#Part]]"], "url": "[not a link]"}
+    found = note_links(frontmatter, props, "Body [[c]]\n", 8)
+    assert [(link.target, link.subpath, link.alias, link.type, link.line) for link in found] == [
+        ("Other note", "", "shown", "related", 3),
+        ("a", "", "", "supports", 5),
+        ("b", "Part", "", "supports", 6),
+        ("c", "", "", "links_to", 9),
+    ]

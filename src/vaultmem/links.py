@@ -154,6 +154,36 @@ def parse_links(body: str, line_offset: int = 0) -> list[Link]:
     return links
 
 
+_PROPERTY_LINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
+
+
+def property_links(props: Mapping[str, Any], frontmatter: str | None) -> list[Link]:
+    """Links in frontmatter property values (`related: "[[note]]"`, lists too), which Obsidian
+    shows in the graph; a property named like a relation type gives that type."""
+    if not frontmatter or "[[" not in frontmatter:
+        return []
+    lines = frontmatter.splitlines()
+    found: list[Link] = []
+    for key, value in props.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if not isinstance(item, str):
+                continue
+            for match in _PROPERTY_LINK.finditer(item):
+                target, subpath, alias = split_inner(match.group(1))
+                if not target and not subpath:
+                    continue
+                line = next((i + 2 for i, text in enumerate(lines) if match.group(0) in text), 1)
+                found.append(Link(target=target, subpath=subpath, alias=alias, line=line,
+                                  type=key if key in RELATION_TYPES else UNTYPED))
+    return found
+
+
+def note_links(frontmatter: str | None, props: Mapping[str, Any], body: str, body_line_offset: int) -> list[Link]:
+    """Every link of a note: frontmatter properties first, then the body."""
+    return property_links(props, frontmatter) + parse_links(body, body_line_offset)
+
+
 def _apply_fields(links: list[Link], tokens: list[Any], lines: list[str]) -> None:
     """Type the links of `key:: [[target]] (strength:: x) (k:: v)` lines."""
     by_line: dict[int, list[Link]] = {}

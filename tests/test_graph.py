@@ -408,3 +408,16 @@ def test_doctor_checks_are_a_list_of_functions(store):
 
     result = doctor.run(store, [*doctor.CHECKS, ("custom", always)])
     assert result["clean"] is False and result["counts"]["custom"] == 1
+
+
+def test_an_old_index_without_links_is_rebuilt(sample_vault, clock):
+    old = MemoryStore(sample_vault, settings=load_settings(sample_vault), clock=clock)
+    old.sync()
+    with old.index.db as db:  # what a vaultmem before the graph issue left behind
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+        db.execute("DELETE FROM links")
+    old.close()
+    fresh = MemoryStore(sample_vault, settings=load_settings(sample_vault), clock=clock)
+    assert fresh.backlinks(API)["count"] == 2
+    assert fresh.last_sync is not None and fresh.last_sync.rebuilt
+    fresh.close()

@@ -20,8 +20,8 @@ from vaultmem import decay
 from vaultmem import links as linkmod
 from vaultmem import note as notes
 from vaultmem.errors import InvalidInput, MalformedNote, NotFound
-from vaultmem.index import Record, iso
-from vaultmem.timeutil import UTC, format_time, parse_time
+from vaultmem.index import Record
+from vaultmem.timeutil import format_time, parse_time
 
 if TYPE_CHECKING:
     from vaultmem.store import MemoryStore

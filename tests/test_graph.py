@@ -56,6 +56,7 @@ def test_relate_writes_only_the_relation_line(sample, sample_vault):
         "strength": 0.9,
         "metadata": {"reason": "same project"},
         "path": ZOE_PATH,
+        "existed": False,
         "message": f"Relation created: {ZOE} --[supports]--> {JWT}",
     }
     assert result["relation_id"].startswith("rel-") and len(result["relation_id"]) == 20
@@ -65,7 +66,10 @@ def test_relate_writes_only_the_relation_line(sample, sample_vault):
     assert after == before + added
     # a second relation joins the section; the same type + target again replaces its line
     sample.relate("9c1e44f0", "1a2b3c4d", "related")
-    sample.relate("9c1e44f0", "7f3c2a1e", "supports", 0.4)
+    again = sample.relate("9c1e44f0", "7f3c2a1e", "supports", 0.4)
+    assert again["existed"] is True and again["message"] == f"Relation updated: {ZOE} --[supports]--> {JWT}"
+    same = sample.relate("9c1e44f0", "7f3c2a1e", "supports", 0.4)
+    assert same["message"] == f"Relation already exists: {ZOE} --[supports]--> {JWT}"
     assert (sample_vault / ZOE_PATH).read_bytes() == before + (
         b"\n## Relations\n- supports:: [[use-jwt-tokens-for-authentication-in-7f3c2a1e]] (strength:: 0.4)\n"
         b"- related:: [[api-guidelines-1a2b3c4d]]\n")
@@ -464,3 +468,18 @@ def test_stored_resolution_always_equals_a_fresh_one(tmp_path_factory, ops):
         for src, key, dst in db.execute("SELECT src, target_key, dst FROM links"):
             assert dst == resolver.resolve(key, src), (op, src, key)
     s.close()
+
+
+def test_links_survive_the_parallel_rebuild(sample, monkeypatch):
+    import threading
+
+    from vaultmem import index
+
+    sample.sync()
+    serial = _links_table(sample)
+    assert len(serial) == 4
+    monkeypatch.setattr(index, "PARALLEL_PARSE_MIN", 1)  # parse in forked workers even for 8 notes
+    assert threading.active_count() == 1  # else _read_all would parse serially and prove nothing
+    sample.rebuild_index()
+    assert _links_table(sample) == serial
+    assert sample.backlinks(API)["count"] == 2

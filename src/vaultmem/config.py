@@ -75,6 +75,12 @@ class Settings:
     decay_weight: float = 0.3
     # robustness
     max_note_bytes: int = 5_000_000
+    # consolidation pipeline: review actions applied without review ("touch,relate"; empty = none)
+    pipeline_auto_apply: str = ""
+
+    @property
+    def pipeline_auto_apply_actions(self) -> tuple[str, ...]:
+        return tuple(a.strip() for a in self.pipeline_auto_apply.split(",") if a.strip())
 
     def validate(self) -> "Settings":
         """Raise ConfigError naming the first invalid value."""
@@ -104,6 +110,9 @@ class Settings:
             value = getattr(self, name)
             if os.path.isabs(value) or ".." in Path(value).parts or not value.strip("/"):
                 raise ConfigError(f"{name} must be a folder inside the vault, got {value!r}")
+        unsafe = [a for a in self.pipeline_auto_apply_actions if a not in ("touch", "relate")]
+        if unsafe:
+            raise ConfigError(f"pipeline_auto_apply may list only the safe actions touch, relate; got {unsafe[0]!r}")
         return self
 
 
@@ -162,23 +171,37 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
     """Build the settings for one vault from every layer, validated."""
+    values = {name: value for name, (value, _source) in _layers(vault, environ, overrides).items()}
+    return Settings(**values).validate()
+
+
+def describe_settings(vault: Path | None, environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Every setting's effective value and where it came from (for `vaultmem config`)."""
+    settings = load_settings(vault, environ)
+    layers = _layers(vault, environ, None)
+    return {name: {"value": getattr(settings, name), "source": layers.get(name, (None, "default"))[1]}
+            for name in FIELDS}
+
+
+def _layers(vault: Path | None, environ: Mapping[str, str] | None,
+            overrides: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
     environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
+    values: dict[str, tuple[Any, str]] = {}
     if vault is not None:
         path = vault / CONFIG_FILE
         if path.is_file():
-            values.update(_read_config_file(path))
+            values.update((k, (v, CONFIG_FILE)) for k, v in _read_config_file(path).items())
     for env_name, name in ENV_ALIASES.items():
         if env_name in environ:
-            values[name] = _coerce(name, environ[env_name], env_name)
+            values[name] = (_coerce(name, environ[env_name], env_name), env_name)
     for name in FIELDS:
         env_name = "VAULTMEM_" + name.upper()
         if env_name in environ:
-            values[name] = _coerce(name, environ[env_name], env_name)
+            values[name] = (_coerce(name, environ[env_name], env_name), env_name)
     for name, value in (overrides or {}).items():
         if value is not None:
-            values[name] = _coerce(name, value, "command-line options")
-    return Settings(**values).validate()
+            values[name] = (_coerce(name, value, "command-line options"), "command line")
+    return values
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -203,7 +226,11 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     result = {}
     for key, value in data.items():
         if key not in FIELDS:
-            raise ConfigError(f"unknown setting {key!r} in {origin}; see `vaultmem config` for the names")
+            import difflib
+
+            close = difflib.get_close_matches(str(key), list(FIELDS), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "README.md's Configuration section lists the names"
+            raise ConfigError(f"unknown setting {key!r} in {origin}; {hint}")
         result[key] = _coerce(key, value, origin)
     return result
 

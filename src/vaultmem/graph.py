@@ -162,13 +162,16 @@ def relate(store: "MemoryStore", from_ref: str, to_ref: str, relation_type: str,
         except MalformedNote as exc:
             raise MalformedNote(src.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
         keys = linkmod.keys_for(dst.path, linkmod.aliases_of(dst.props))
+        existed = any(link.type == relation_type and link.key in keys for link in linkmod.parse_links(split.body))
         try:
             body = linkmod.set_relation(split.body, line, relation_type, keys, split.newline)
         except ValueError as exc:
             raise InvalidInput(f"{src.path}: {exc}") from None
-        if body != split.body:
+        changed = body != split.body
+        if changed:
             store.vault.write_text(path, split.head + body)
         store.index.refresh([src.path])
+    verb = "updated" if existed and changed else "already exists" if existed else "created"
     return {
         "success": True,
         "relation_id": relation_id(src.id or src.path, relation_type, dst.id or dst.path),
@@ -178,7 +181,8 @@ def relate(store: "MemoryStore", from_ref: str, to_ref: str, relation_type: str,
         "strength": strength,
         "metadata": meta,
         "path": src.path,
-        "message": f"Relation created: {src.id} --[{relation_type}]--> {dst.id}",
+        "existed": existed,
+        "message": f"Relation {verb}: {src.id} --[{relation_type}]--> {dst.id}",
     }
 
 

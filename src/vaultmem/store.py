@@ -61,6 +61,8 @@ class MemoryStore:
         # Long-lived processes (MCP server) may skip re-scanning the vault for this many
         # seconds after a scan; vaultmem's own writes are indexed at once either way.
         self.freshness_ttl = 0.0
+        # Set by the CLI on a terminal: shown when a read has to (re)index many notes first.
+        self.progress: Progress | None = None
         self._last_scan = float("-inf")
 
     # -- setup and freshness --------------------------------------------------------------
@@ -83,7 +85,7 @@ class MemoryStore:
         self.vault.require()
         if self.freshness_ttl and time.monotonic() - self._last_scan < self.freshness_ttl:
             return SyncReport()
-        self.last_sync = self.index.sync(progress)
+        self.last_sync = self.index.sync(progress or self.progress)
         self._last_scan = time.monotonic()
         if self.last_sync.status_mismatch:
             from vaultmem import lifecycle
@@ -354,7 +356,7 @@ class MemoryStore:
         limit = max(self.settings.search_candidates, top_k * 5)
         while True:
             hits, complete = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
-                                            since=since, limit=limit)
+                                               limit=limit)
             if not hits:
                 return []
             best = hits[0][1] or 1.0
@@ -364,6 +366,8 @@ class MemoryStore:
                 rec = records.get(path)
                 if rec is None:
                     continue
+                if since is not None and (rec.last_used or 0) < since.timestamp():
+                    continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
                 s = self.score_of(rec, now)
                 if min_score is not None and s < min_score:
                     continue
@@ -371,7 +375,7 @@ class MemoryStore:
                 ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
             if len(ranked) >= top_k or complete:
                 break
-            limit *= 4  # the score filter dropped too many: widen the candidate set
+            limit *= 4  # the score or window filter dropped too many: widen the candidate set
         ranked.sort(key=lambda r: (-r[3], r[0].path))
         return ranked
 
@@ -439,6 +443,42 @@ class MemoryStore:
         updated = self.index.get(rec.path)
         assert updated is not None
         return updated
+
+    # -- clustering and consolidation (logic in consolidate.py) -----------------------------
+    def cluster(self, threshold: float = 0.83, max_cluster_size: int = 12, find_duplicates: bool = False,
+                duplicate_threshold: float = 0.88) -> dict[str, Any]:
+        """Clusters of similar memories (stable ids), or likely duplicate pairs."""
+        from vaultmem import consolidate
+
+        return consolidate.cluster(self, threshold, max_cluster_size, find_duplicates, duplicate_threshold)
+
+    def consolidate(self, cluster_id: str | None = None, mode: str = "preview", auto_detect: bool = False,
+                    cohesion_threshold: float = 0.75, threshold: float = 0.83,
+                    max_cluster_size: int = 12) -> dict[str, Any]:
+        """Preview, merge (apply) or link a cluster, or every cluster above cohesion_threshold."""
+        from vaultmem import consolidate
+
+        return consolidate.consolidate(self, cluster_id, mode, auto_detect, cohesion_threshold,
+                                       threshold, max_cluster_size)
+
+    def deep_consolidate(self, batch: int = 100) -> dict[str, Any]:
+        """Mnemosyne's memory_consolidate: contradictions, near-duplicates, promotion, demotion."""
+        from vaultmem import consolidate
+
+        return consolidate.deep_consolidate(self, batch)
+
+    def pipeline_run(self, agent: str | None = None, dry_run: bool = False, scheduled: bool = False,
+                     interval_hours: float = 1.0) -> dict[str, Any]:
+        """The five-stage consolidation pipeline; proposals go to a review note."""
+        from vaultmem import pipeline
+
+        return pipeline.run(self, agent, dry_run, scheduled, interval_hours)
+
+    def apply_review(self, file: str | None = None) -> dict[str, Any]:
+        """Carry out the ticked proposals of review notes once and mark them done."""
+        from vaultmem import pipeline
+
+        return pipeline.apply_review(self, file)
 
     # -- lifecycle (logic in lifecycle.py) ---------------------------------------------------
     def observe(self, refs: Sequence[str], context_tags: Sequence[str] = ()) -> dict[str, Any]:

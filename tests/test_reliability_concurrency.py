@@ -1,7 +1,7 @@
 """Four vaultmem processes and a person editing in Obsidian, all at once, on one vault.
 
-Each worker process runs a seeded mix of save, touch, gc --apply, promote --auto, search
-and stats through the library (the same `MemoryStore` the CLI, watcher and MCP server
+Each worker process runs a seeded mix of save, touch, relate, gc --apply, promote --auto,
+search and stats through the library (the same `MemoryStore` the CLI, watcher and MCP server
 call) and logs what succeeded. A fifth process imitates a person: it rewrites note bodies
 and adds tags, writing whole files the way an editor saves them. Afterwards:
 - every saved and seeded memory is in exactly one file (none lost, none duplicated);
@@ -46,7 +46,7 @@ log = []
 fresh = [mid(200 + i) for i in range(8)]
 mine = []
 for n in range(ops):
-    op = rng.choices(["save", "touch", "gc", "promote", "search", "stats"], [30, 40, 8, 8, 10, 4])[0]
+    op = rng.choices(["save", "touch", "gc", "promote", "relate", "search", "stats"], [28, 36, 8, 8, 10, 6, 4])[0]
     try:
         if op == "save":
             result = store.save(f"Worker {seed_} memory {n}: remember setting {rng.randint(0, 10**6)}.",
@@ -61,6 +61,10 @@ for n in range(ops):
             log.append(["gc", store.gc(apply=True, limit=2)["archived_count"]])
         elif op == "promote":
             log.append(["promote", len(store.promote(auto=True).get("promoted_ids", []))])
+        elif op == "relate":
+            a, b = rng.sample(fresh + mine[-3:], 2)
+            store.relate(a, b, rng.choice(["related", "supports"]))
+            log.append(["relate", a, b])
         elif op == "search":
             store.search("remember setting", top_k=5)
         else:
@@ -148,6 +152,12 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
         expected = initial.get(ident, 0) + touches.get(ident, 0)
         assert by_id[ident][1]["use_count"] == expected, (ident, by_id[ident][0])
 
+    # every relation a worker wrote is still in its note (a later rewrite never dropped it)
+    relations = [entry[1:] for log in logs for entry in log if entry[0] == "relate"]
+    names = {ident: rel.rsplit("/", 1)[1][:-3] for ident, (rel, _p, _t) in by_id.items()}
+    for a, b in relations:
+        assert f"[[{names[b]}]]" in by_id[a][2], (by_id[a][0], names[b])
+
     # the person's edits survived every vaultmem write and move
     for ident, marker in person_log:
         rel, props, text = by_id[ident]
@@ -158,6 +168,6 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
     status = check_after_next_command(vault)
     moved = sum(entry[1] for log in logs for entry in log if entry[0] in ("gc", "promote"))
     report("concurrency", processes=WORKERS + 1, operations=WORKERS * OPS,
-           saves=len(saved), touches=sum(touches.values()), moves=moved, person_edits=len(person_log),
+           saves=len(saved), touches=sum(touches.values()), relations=len(relations), moves=moved, person_edits=len(person_log),
            notes_at_end=status["notes_on_disk"], files_lost=0, lost_updates=0)
     assert len(saved) > 0 and sum(touches.values()) > 0 and moved > 0

@@ -58,6 +58,7 @@ def _edit_then_sync(store: Any) -> Any:
 OPERATIONS: dict[str, Callable[[Any], Any]] = {
     "save": lambda s: s.save("A new memory written while the process may die.", tags=["crash"]),
     "touch": lambda s: s.touch(mid(206), boost_strength=True),
+    "relate": lambda s: s.relate(mid(200), mid(201), "supports", 0.8),
     "gc apply": lambda s: s.gc(apply=True),
     "gc delete": lambda s: s.gc(apply=True, delete=True, limit=2),
     "promote apply": lambda s: s.promote(auto=True),
@@ -167,7 +168,7 @@ store.sync()
 print("ready", flush=True)
 n = 0
 while True:
-    op = rng.choice(["save", "touch", "gc", "promote", "rebuild", "consolidate"])
+    op = rng.choice(["save", "touch", "gc", "promote", "rebuild", "consolidate", "relate"])
     try:
         if op == "save":
             store.save(f"Crash loop memory {rng.random()}", tags=["loop"])
@@ -177,6 +178,8 @@ while True:
             store.gc(apply=True, limit=1)
         elif op == "promote":
             store.promote(auto=True)
+        elif op == "relate":
+            store.relate(mid(rng.choice([203, 204])), mid(rng.choice([205, 206])), "related")
         elif op == "rebuild":
             store.rebuild_index()
         else:

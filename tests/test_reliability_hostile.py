@@ -88,6 +88,9 @@ CLI_FORMS = [
     ("promote", lambda r: ["promote", r, "--force"]),
     ("pipeline apply-review --file", lambda r: ["pipeline", "apply-review", "--file", r]),
     ("consolidate --cluster-id", lambda r: ["consolidate", "--cluster-id", r, "--mode", "apply"]),
+    ("relate FROM", lambda r: ["relate", r, "inside-00000001", "--type", "related"]),
+    ("relate TO", lambda r: ["relate", "inside-00000001", r, "--type", "supports"]),
+    ("backlinks", lambda r: ["backlinks", r]),
 ]
 
 
@@ -166,10 +169,14 @@ def test_mcp_references_cannot_reach_outside_the_vault(hostile):
                 for name, args in (("touch_memory", {"memory_id": ref}),
                                    ("touch_memory", {"memory_id": ref, "boost_strength": True}),
                                    ("open_memories", {"memory_ids": ref}),
-                                   ("open_memories", {"memory_ids": [ref, ref]})):
+                                   ("open_memories", {"memory_ids": [ref, ref]}),
+                                   ("create_relation", {"from_memory_id": ref, "to_memory_id": "inside-00000001",
+                                                        "relation_type": "related"}),
+                                   ("create_relation", {"from_memory_id": "inside-00000001", "to_memory_id": ref,
+                                                        "relation_type": "related"})):
                     result = await client.call_tool(name, args)
                     n += 1
-                    if name == "touch_memory":
+                    if name in ("touch_memory", "create_relation"):
                         assert result.is_error, (name, ref)
                         assert result.content[0].text.startswith("Error: ") and "\n" not in result.content[0].text, ref
                     else:
@@ -309,3 +316,37 @@ def test_broken_notes_are_reported_never_crash_and_never_rewritten(tmp_path, mon
     # the healthy memory was archived by gc, the broken ones stayed where they were
     assert (vault / "memory" / "archive" / f"healthy-{mid(1)[:8]}.md").exists()
     report("broken notes", kinds=len(BROKEN) + len(ODD), files=len(paths), commands=ran, crashes=0, rewritten=0)
+
+
+# -- sync-client conflict copies ---------------------------------------------------------------------
+
+CONFLICT_NAMES = [
+    "inside-00000001 (conflict 2026-11-22 10-15-00).md",  # Obsidian Sync / Nextcloud
+    "inside-00000001 (conflicted copy 2026-11-22).md",  # Dropbox
+    "inside-00000001.sync-conflict-20261122-101500-ABCDEFG.md",  # Syncthing
+]
+
+
+def test_sync_conflict_copies_are_reported_by_doctor_and_left_alone(hostile):
+    vault, _ = hostile
+    original = vault / "memory" / "stm" / "inside-00000001.md"
+    copies = {}
+    for name in CONFLICT_NAMES:
+        copies[name] = original.read_bytes().replace(b"inside the vault", b"inside the vault, edited elsewhere")
+        (vault / "memory" / "stm" / name).write_bytes(copies[name])
+    runner = CliRunner()
+    result = runner.invoke(cli, ["doctor", "--json"], catch_exceptions=False)
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    conflicts = sorted(p["path"] for p in data["problems"] if p["check"] == "conflict_copy")
+    assert conflicts == sorted(f"memory/stm/{n}" for n in CONFLICT_NAMES)
+    assert {p["original"] for p in data["problems"] if p["check"] == "conflict_copy"} == {"inside-00000001.md"}
+    # indexed as conflict copies, not as three more copies of the memory
+    assert [p for p in data["problems"] if p["check"] == "duplicate_id"] == []
+    found = json.loads(runner.invoke(cli, ["search", "inside the vault", "--json"], catch_exceptions=False).output)
+    assert [r["path"] for r in found["results"]] == ["memory/stm/inside-00000001.md"]
+    assert runner.invoke(cli, ["touch", mid(1)], catch_exceptions=False).exit_code == 0  # not ambiguous
+    for command in (["gc", "--apply"], ["promote", "--auto"], ["maintain"]):
+        assert runner.invoke(cli, command, catch_exceptions=False).exit_code == 0
+    for name, data_ in copies.items():
+        assert (vault / "memory" / "stm" / name).read_bytes() == data_

@@ -11,6 +11,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from vaultmem.graph import Catalog, unresolved
+from vaultmem.vault import CONFLICT_COPY
 
 if TYPE_CHECKING:
     from vaultmem.store import MemoryStore
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 Problem = dict[str, Any]
 Check = Callable[["MemoryStore", Catalog], list[Problem]]
 
-_CONFLICT_COPY = re.compile(r"\(conflicted copy\b[^)]*\)|\.sync-conflict-\d{8}-\d{6}(?:-[A-Z0-9]+)?", re.I)
+_CONFLICT_COPY = CONFLICT_COPY
 _NUMBERED_COPY = re.compile(r"^(?P<base>.+) (?P<n>[2-9]|[1-9]\d+)\.md$")
 
 
@@ -73,7 +74,7 @@ def conflict_copies(store: "MemoryStore", cat: Catalog) -> list[Problem]:
         numbered = _NUMBERED_COPY.match(name)
         original = None
         if _CONFLICT_COPY.search(name):
-            original = _CONFLICT_COPY.sub("", name).replace(" .md", ".md")
+            original = _CONFLICT_COPY.sub("", name)
         elif numbered and f"{folder + '/' if folder else ''}{numbered['base']}.md".lower() in lower:
             original = f"{numbered['base']}.md"
         if original is not None:

@@ -25,9 +25,9 @@ from vaultmem import links as linkmod
 from vaultmem import note as notes
 from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
-from vaultmem.vault import Vault
+from vaultmem.vault import Vault, is_conflict_copy
 
-SCHEMA_VERSION = 3  # 3: links + aliases tables (graph)
+SCHEMA_VERSION = 4  # 3: links + aliases tables (graph); 4: kind "conflict" for sync-conflict copies
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities")
 NOTE_PREVIEW_CHARS = 4000
@@ -46,7 +46,7 @@ class Record:
     path: str
     mtime_ns: int
     size: int
-    kind: str  # memory | note | block | session | review | malformed
+    kind: str  # memory | note | block | session | review | conflict | malformed
     id: str | None = None
     status: str | None = None
     title: str = ""
@@ -194,7 +194,9 @@ def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
         if rel.startswith(folder.strip("/") + "/"):
             return kind
     if vault.status_of(rel) is not None or props.get("id") not in (None, ""):
-        return "memory"
+        # A sync client's conflict copy holds the same id as its original: indexing it as a
+        # second memory would duplicate it in search, gc and promotion. `doctor` reports it.
+        return "conflict" if is_conflict_copy(rel) else "memory"
     return "note"
 
 

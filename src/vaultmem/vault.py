@@ -266,6 +266,16 @@ class Vault:
             lock.release()
 
 
+# Dropbox "(conflicted copy ...)", Obsidian Sync / Nextcloud "(conflict 2026-...)", Syncthing ".sync-conflict-...".
+CONFLICT_COPY = re.compile(r" ?\((?:conflicted copy|conflict)\b[^)]*\)|\.sync-conflict-\d{8}-\d{6}(?:-[A-Z0-9]+)?",
+                           re.I)
+
+
+def is_conflict_copy(rel: str) -> bool:
+    """True for the copies sync clients write when two devices changed one note."""
+    return bool(CONFLICT_COPY.search(rel.rsplit("/", 1)[-1]))
+
+
 def _pid_alive(pid: int) -> bool:
     """True when a process with this id runs on this machine (or we may not signal it)."""
     if pid <= 0:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 import click
 
 from vaultmem import __version__
-from vaultmem.errors import VaultmemError
+from vaultmem.errors import VaultmemError, one_line
 
 
 def _store(vault: str | None, quiet: bool = False) -> Any:
@@ -52,7 +52,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except VaultmemError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(one_line(exc)) from None
 
     return wrapper
 

@@ -7,6 +7,19 @@ class VaultmemError(Exception):
     """Base class: the message is one line that names the problem and the fix."""
 
 
+MAX_MESSAGE = 400
+
+
+def one_line(exc: BaseException, limit: int = MAX_MESSAGE) -> str:
+    """An error's message as adapters show it: one line, and a huge echoed value cut in the
+    middle so the problem (start) and the fix (end) both survive."""
+    text = " ".join(str(exc).split())
+    if len(text) > limit:
+        half = (limit - 5) // 2
+        text = f"{text[:half]} ... {text[-half:]}"
+    return text
+
+
 class InvalidInput(VaultmemError):
     """A parameter is out of range or malformed."""
 

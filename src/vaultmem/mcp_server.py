@@ -32,7 +32,7 @@ from typing import Annotated, Any, Callable
 from pydantic import Field
 
 from vaultmem import __version__
-from vaultmem.errors import InvalidInput, NotFound, VaultmemError
+from vaultmem.errors import InvalidInput, NotFound, VaultmemError, one_line
 from vaultmem.metrics import MeteredStore, Metrics
 from vaultmem.store import MAX_CONTENT, MAX_TAG_CHARS, MAX_TAGS, MemoryStore
 
@@ -121,6 +121,22 @@ def paginate(items: list[Any], page: int | None, page_size: int | None) -> tuple
     }
 
 
+# Invisible characters that can hide text from the person while a model still reads it
+# (bidi overrides, zero-width spaces, Unicode "tag" characters used for ASCII smuggling).
+# ZWJ/ZWNJ (U+200C/D) stay: scripts and emoji sequences need them.
+_INVISIBLE = re.compile("[\u200b\u200e\u200f\u061c\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+                        "\U000e0000-\U000e007f]")
+
+
+def escape_invisible(text: str) -> str:
+    """Show invisible format characters as visible `\\u202e` escapes."""
+    def show(match: re.Match[str]) -> str:
+        cp = ord(match.group())
+        return f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
+
+    return _INVISIBLE.sub(show, text)
+
+
 def bound_content(memories: list[dict[str, Any]], preview_length: int | None,
                   budget: int = RESPONSE_CONTENT_BUDGET) -> None:
     """Cut each `content` to its preview and the whole page to `budget` characters, in place.
@@ -135,7 +151,7 @@ def bound_content(memories: list[dict[str, Any]], preview_length: int | None,
         limit = min(limit, max(remaining, 0))
         memory["content_length"] = len(text)
         memory["content_truncated"] = limit < len(text)
-        memory["content"] = text[:limit]
+        memory["content"] = escape_invisible(text[:limit])
         remaining -= limit
 
 
@@ -284,8 +300,8 @@ def create_relation(
     store: MemoryStore,
     from_memory_id: MemoryRef,
     to_memory_id: MemoryRef,
-    relation_type: Annotated[str, Field(description="related, causes, supports, contradicts, has_decision or "
-                                                    "consolidated_from.")],
+    relation_type: Annotated[str, Field(max_length=64, description="related, causes, supports, contradicts, "
+                                                                   "has_decision or consolidated_from.")],
     strength: Annotated[float, Field(ge=0.0, le=1.0, description="Relation strength (0.0-1.0).")] = 1.0,
     metadata: Annotated[dict[str, Any], Field(max_length=20, description="Additional metadata (flat).")] | None = None,
 ) -> dict[str, Any]:
@@ -354,7 +370,7 @@ class Bridge:
             return await self.run(work)
         except VaultmemError as exc:
             log.info("tool %s rejected: %s", spec.name, exc)
-            return CallToolResult(content=[TextContent(type="text", text=f"Error: {exc}")], is_error=True)
+            return CallToolResult(content=[TextContent(type="text", text=f"Error: {one_line(exc)}")], is_error=True)
 
     def close(self) -> None:
         self._executor.submit(self.raw_store.close).result()

@@ -43,7 +43,9 @@ NEEDLES = {name: (value if name not in ("postgres password", "pem key") else
 
 
 def _env(vault: Path) -> dict[str, str]:
-    src = str(Path(__file__).parent.parent / "src")
+    import vaultmem
+
+    src = str(Path(vaultmem.__file__).parent.parent)  # the code under test, wherever it is
     return dict(os.environ, PYTHONPATH=src, VAULTMEM_VAULT=str(vault), VAULTMEM_NOW="2026-11-22T10:15:00Z")
 
 
@@ -76,6 +78,8 @@ def test_no_secret_reaches_a_file_a_log_or_an_error(tmp_path):
     code, out = _cli(vault, "save", "A harmless memory to relate to", "--json")
     assert code == 0, out
     harmless = json.loads(out)["memory_id"]
+    code, out = _cli(vault, "save", "Another harmless memory", "--json")
+    other = json.loads(out)["memory_id"]
     attempts = 0
     for name, secret in SECRETS.items():
         for label, args in (
@@ -113,12 +117,13 @@ def test_no_secret_reaches_a_file_a_log_or_an_error(tmp_path):
                             n += 1
                             text = result.content[0].text
                             outputs[f"mcp save {name} {sorted(args)}"] = text
-                            blocked = result.isError or not json.loads(text).get("success", True)
+                            blocked = result.is_error or not json.loads(text).get("success", True)
                             assert blocked, f"{name} saved via MCP {sorted(args)}: {text[:200]}"
                         result = await session.call_tool("create_relation", {
-                            "from_memory_id": harmless, "to_memory_id": harmless,
+                            "from_memory_id": harmless, "to_memory_id": other,
                             "relation_type": "related", "metadata": {"note": secret.replace("\n", " ")[:200]}})
                         outputs[f"mcp relate {name}"] = result.content[0].text
+                        assert result.is_error, f"{name} written as relation metadata"
                         n += 1
         return n
 

@@ -63,6 +63,7 @@ OPERATIONS: dict[str, Callable[[Any], Any]] = {
     "gc delete": lambda s: s.gc(apply=True, delete=True, limit=2),
     "promote apply": lambda s: s.promote(auto=True),
     "consolidate apply": lambda s: s.consolidate(auto_detect=True, mode="apply", cohesion_threshold=0.5),
+    "pipeline run": lambda s: s.pipeline_run(),
     "index rebuild": lambda s: s.rebuild_index(),
     "index commit": _edit_then_sync,
 }

@@ -350,3 +350,34 @@ def test_sync_conflict_copies_are_reported_by_doctor_and_left_alone(hostile):
         assert runner.invoke(cli, command, catch_exceptions=False).exit_code == 0
     for name, data_ in copies.items():
         assert (vault / "memory" / "stm" / name).read_bytes() == data_
+
+
+# -- values that try to become structure ------------------------------------------------------------
+
+INJECTED_VALUES = [
+    "{{content}}", "{{frontmatter}}", "{{relations}}", "x\nid: evil\n---", "---\nstatus: promoted",
+    "]] [[elsewhere", "key: value", "- list item", "# heading", "'quoted", '"double', "&anchor *alias",
+    "!!python/object:os.system", "null", "true", "1e5", "2026-11-22", "\u2028line separator", "tab\there",
+]
+
+
+@pytest.mark.parametrize("value", INJECTED_VALUES)
+def test_values_never_become_frontmatter_or_placeholders(vault_path, value):
+    from reliability_helpers import open_store, parse
+
+    store = open_store(vault_path)
+    content = f"Body mentions {value} and keeps\n\n\n\nits own blank lines."
+    if content.lstrip().startswith("---"):
+        content = "Note: " + content
+    saved = store.save(content, source=value, context=value, meta={"note": value, "other": [value, "x"]},
+                       tags=["plain"])
+    text = (vault_path / saved["path"]).read_text(encoding="utf-8")
+    props = parse(text)
+    assert props["id"] == saved["memory_id"] and props["status"] == "active"
+    assert props["source"] == value and props["context"] == value and props["note"] == value
+    assert props["other"] == [value, "x"]
+    body = text.split("\n---\n", 1)[1]
+    assert body == content + "\n"
+    rec = store.resolve(saved["memory_id"])
+    assert rec.content == content and rec.source == value
+    store.close()

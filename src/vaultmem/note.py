@@ -405,11 +405,15 @@ def strip_relations(body: str) -> str:
 def render_note(template: str, memory: Memory, relations: str = "") -> str:
     """A new note from the template: `{{frontmatter}}`, `{{content}}`, `{{relations}}`."""
     props = "".join(render_property(k, v) for k, v in memory.frontmatter().items())
-    text = template.replace("{{frontmatter}}", props.rstrip("\n"))
-    text = text.replace("{{content}}", memory.content.strip())
-    text = text.replace("{{relations}}", relations.strip())
+    # One pass over the template only: a value that contains `{{content}}` or a memory
+    # that mentions `{{relations}}` is text, never a placeholder. Blank-line runs are
+    # tidied in the template's text, never inside the memory's own content.
+    sentinel = "\x00content\x00"  # content never holds a NUL (validate_content)
+    values = {"frontmatter": props.rstrip("\n"), "content": sentinel, "relations": relations.strip()}
+    text = re.sub(r"\{\{(frontmatter|content|relations)\}\}", lambda m: values[m.group(1)], template)
     text = re.sub(r"\n{3,}", "\n\n", text).rstrip("\n") + "\n"
-    return text
+    content = memory.content.strip()
+    return text.replace(sentinel, content)
 
 
 def slugify(text: str, max_words: int = 6, max_chars: int = 48) -> str:

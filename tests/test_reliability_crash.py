@@ -220,3 +220,58 @@ def test_sigkill_at_random_moments_of_a_busy_process(template, tmp_path):
     memories = sum(ids_by_file(work).values())
     report("crash: random", memories_at_end=memories, files_lost=0, **FIGURES)
     FIGURES.update(dict.fromkeys(FIGURES, 0))
+
+
+def _damage_catalog_garbage(index: Path) -> None:
+    (index / "catalog.sqlite").write_bytes(b"this is not a database" * 100)
+
+
+def _damage_catalog_truncated(index: Path) -> None:
+    path = index / "catalog.sqlite"
+    path.write_bytes(path.read_bytes()[:1000])
+
+
+def _damage_catalog_empty(index: Path) -> None:
+    (index / "catalog.sqlite").write_bytes(b"")
+
+
+def _damage_whoosh_toc(index: Path) -> None:
+    for toc in (index / "whoosh").glob("*.toc"):
+        toc.write_bytes(b"\x00garbage")
+
+
+def _damage_whoosh_segments_gone(index: Path) -> None:
+    for seg in (index / "whoosh").glob("*.seg"):
+        seg.unlink()
+
+
+def _damage_whoosh_dir_gone(index: Path) -> None:
+    shutil.rmtree(index / "whoosh")
+
+
+def _damage_index_is_a_file(index: Path) -> None:
+    shutil.rmtree(index)
+    index.write_text("not a folder")
+
+
+DAMAGE = {f.__name__[len("_damage_"):]: f for f in (
+    _damage_catalog_garbage, _damage_catalog_truncated, _damage_catalog_empty, _damage_whoosh_toc,
+    _damage_whoosh_segments_gone, _damage_whoosh_dir_gone, _damage_index_is_a_file)}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+@pytest.mark.parametrize("command", [["search", "fact"], ["touch", mid(201)], ["stats"], ["gc", "--apply"]])
+def test_a_damaged_index_is_rebuilt_by_the_next_command(template, tmp_path, damage, command):
+    """A sync client or a disk hiccup mangled .vaultmem/index/: the next command repairs it."""
+    from click.testing import CliRunner
+
+    from vaultmem.cli import cli
+
+    work = tmp_path / "vault"
+    shutil.copytree(template, work)
+    notes_before = ids_by_file(work)
+    DAMAGE[damage](work / ".vaultmem" / "index")
+    result = CliRunner().invoke(cli, [*command, "--vault", str(work)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert ids_by_file(work) == notes_before
+    check_after_next_command(work)

@@ -282,8 +282,21 @@ class Index:
             from whoosh import index as windex
 
             self.db  # noqa: B018 - follow a rebuild before opening Whoosh
-            self._ix = windex.open_dir(str(self.dir / "whoosh"))
+            try:
+                self._ix = windex.open_dir(str(self.dir / "whoosh"))
+            except Exception as exc:
+                if not _is_index_corruption(exc):
+                    raise
+                self.repair()
+                self.db  # noqa: B018
+                self._ix = windex.open_dir(str(self.dir / "whoosh"))
         return self._ix
+
+    def repair(self) -> None:
+        """The index files are damaged (a sync client, a disk, a kill): rebuild from the notes."""
+        self.close()
+        with self.vault.lock():
+            self._rebuild_locked(None)
 
     def close(self) -> None:
         if self._search is not None:
@@ -370,7 +383,13 @@ class Index:
                 except FileNotFoundError:
                     gone.append(rel)
             report = SyncReport()
-            self._apply(fingerprints, list(fingerprints), gone, report, None)
+            try:
+                self._apply(fingerprints, list(fingerprints), gone, report, None)
+            except Exception as exc:  # damaged index files: the rebuild reads these notes too
+                if not _is_index_corruption(exc):
+                    raise
+                self.close()
+                return self._rebuild_locked(None)
             report.updated = len(fingerprints)
             report.removed = len(gone)
         return report
@@ -499,6 +518,16 @@ class Index:
                tags: Sequence[str] = (),
                limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
         """BM25F matches as (path, relevance), best first, and whether that is every match."""
+        try:
+            return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit)
+        except Exception as exc:
+            if not _is_index_corruption(exc):
+                raise
+            self.repair()  # e.g. a segment file a sync client deleted
+            return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit)
+
+    def _search_once(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
+                     tags: Sequence[str], limit: int) -> tuple[list[tuple[str, float]], bool]:
         from whoosh import query as Q
         from whoosh.qparser import MultifieldParser, OrGroup
 

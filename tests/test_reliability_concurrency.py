@@ -1,6 +1,7 @@
 """Four vaultmem processes and a person editing in Obsidian, all at once, on one vault.
 
-Each worker process runs a seeded mix of save, touch, relate, gc --apply, promote --auto,
+A `vaultmem mcp` server (driven over stdio by a client process making save_memory,
+touch_memory and search_memory calls) runs beside them. Each worker process runs a seeded mix of save, touch, relate, gc --apply, promote --auto,
 search and stats through the library (the same `MemoryStore` the CLI, watcher and MCP server
 call) and logs what succeeded. A fifth process imitates a person: it rewrites note bodies
 and adds tags, writing whole files the way an editor saves them. Afterwards:
@@ -74,6 +75,41 @@ for n in range(ops):
 print(json.dumps(log))
 """
 
+MCP_CLIENT = r"""
+import asyncio, json, random, sys
+sys.path.insert(0, sys.argv[4])
+from reliability_helpers import mid
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+vault, seed_, ops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(seed_)
+log = []
+async def main():
+    import os
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", vault],
+                                   env=dict(os.environ))  # the code under test, not whatever is installed
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            fresh = [mid(200 + i) for i in range(8)]
+            for n in range(ops):
+                op = rng.choices(["save", "touch", "search"], [3, 5, 2])[0]
+                if op == "save":
+                    result = await session.call_tool("save_memory", {"content": f"MCP memory {n} {rng.random()}"})
+                    data = json.loads(result.content[0].text) if not result.is_error else None
+                    log.append(["save", data["memory_id"]] if data else ["error", op, result.content[0].text])
+                elif op == "touch":
+                    target = rng.choice(fresh)
+                    result = await session.call_tool("touch_memory", {"memory_id": target})
+                    log.append(["touch", target] if not result.is_error else ["error", op, result.content[0].text])
+                else:
+                    result = await session.call_tool("search_memory", {"query": "memory", "top_k": 5})
+                    if result.is_error:
+                        log.append(["error", op, result.content[0].text])
+asyncio.run(main())
+print(json.dumps(log))
+"""
+
 PERSON = r"""
 import json, random, sys, os
 from pathlib import Path
@@ -125,12 +161,14 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(vault), str(w), str(OPS), tests_dir],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
              for w in range(WORKERS)]
+    procs.append(subprocess.Popen([sys.executable, "-c", MCP_CLIENT, str(vault), "77", str(OPS), tests_dir],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True))
     procs.append(subprocess.Popen([sys.executable, "-c", PERSON, str(vault), "99", str(PERSON_EDITS), tests_dir],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True))
     outputs = [p.communicate(timeout=900) for p in procs]
     for proc, (out, err) in zip(procs, outputs):
         assert proc.returncode == 0, err
-    logs = [json.loads(out) for out, _ in outputs[:WORKERS]]
+    logs = [json.loads(out) for out, _ in outputs[:WORKERS + 1]]  # the workers and the MCP client
     person_log = json.loads(outputs[-1][0])
 
     errors = [entry for log in logs for entry in log if entry[0] == "error"]
@@ -167,7 +205,7 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
 
     status = check_after_next_command(vault)
     moved = sum(entry[1] for log in logs for entry in log if entry[0] in ("gc", "promote"))
-    report("concurrency", processes=WORKERS + 1, operations=WORKERS * OPS,
+    report("concurrency", processes=WORKERS + 3, operations=(WORKERS + 1) * OPS,
            saves=len(saved), touches=sum(touches.values()), relations=len(relations), moves=moved, person_edits=len(person_log),
            notes_at_end=status["notes_on_disk"], files_lost=0, lost_updates=0)
     assert len(saved) > 0 and sum(touches.values()) > 0 and moved > 0

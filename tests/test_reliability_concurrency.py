@@ -28,6 +28,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import vaultmem
 from reliability_helpers import SOAK, check_after_next_command, ids_by_file, memory_files, mid, open_store, parse, \
     report, seed
 
@@ -47,7 +48,8 @@ log = []
 fresh = [mid(200 + i) for i in range(8)]
 mine = []
 for n in range(ops):
-    op = rng.choices(["save", "touch", "gc", "promote", "relate", "search", "stats"], [28, 36, 8, 8, 10, 6, 4])[0]
+    op = rng.choices(["save", "touch", "gc", "promote", "relate", "block", "search", "stats"],
+                     [28, 36, 8, 8, 10, 8 if hasattr(store, "block_set") else 0, 6, 4])[0]
     try:
         if op == "save":
             result = store.save(f"Worker {seed_} memory {n}: remember setting {rng.randint(0, 10**6)}.",
@@ -66,6 +68,9 @@ for n in range(ops):
             a, b = rng.sample(fresh + mine[-3:], 2)
             store.relate(a, b, rng.choice(["related", "supports"]))
             log.append(["relate", a, b])
+        elif op == "block":  # blocks are versioned: every successful set is one version
+            result = store.block_set("shared-plan", f"Plan written by worker {seed_} at step {n}.")
+            log.append(["block", result["version"]])
         elif op == "search":
             store.search("remember setting", top_k=5)
         else:
@@ -157,7 +162,7 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
     assert set(initial) == set(seeded)
 
     tests_dir = str(Path(__file__).parent)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent.parent / "src"), tests_dir]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(vaultmem.__file__).parent.parent), tests_dir]))
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(vault), str(w), str(OPS), tests_dir],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
              for w in range(WORKERS)]
@@ -196,6 +201,13 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
     for a, b in relations:
         assert f"[[{names[b]}]]" in by_id[a][2], (by_id[a][0], names[b])
 
+    # no block version was lost: the final version counts every successful set
+    block_sets = [entry[1] for log in logs for entry in log if entry[0] == "block"]
+    if block_sets:
+        block = parse((vault / "memory" / "blocks" / "shared-plan.md").read_text(encoding="utf-8"))
+        assert block["version"] == len(block_sets) == max(block_sets)
+        assert len(set(block_sets)) == len(block_sets)  # no two writers got the same version
+
     # the person's edits survived every vaultmem write and move
     for ident, marker in person_log:
         rel, props, text = by_id[ident]
@@ -206,6 +218,6 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
     status = check_after_next_command(vault)
     moved = sum(entry[1] for log in logs for entry in log if entry[0] in ("gc", "promote"))
     report("concurrency", processes=WORKERS + 3, operations=(WORKERS + 1) * OPS,
-           saves=len(saved), touches=sum(touches.values()), relations=len(relations), moves=moved, person_edits=len(person_log),
+           saves=len(saved), touches=sum(touches.values()), relations=len(relations), block_sets=len(block_sets), moves=moved, person_edits=len(person_log),
            notes_at_end=status["notes_on_disk"], files_lost=0, lost_updates=0)
     assert len(saved) > 0 and sum(touches.values()) > 0 and moved > 0

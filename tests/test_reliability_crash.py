@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 import pytest
 
+import vaultmem
+
 from reliability_helpers import (SOAK, check_after_next_command, ids_by_file, mid, open_store, report, seed,
                                  snapshot, temp_files)
 
@@ -198,7 +200,7 @@ def test_sigkill_at_random_moments_of_a_busy_process(template, tmp_path):
     rng = random.Random(20261122)
     kills = 60 if SOAK else 6
     tests_dir = str(Path(__file__).parent)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent.parent / "src"), tests_dir]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(vaultmem.__file__).parent.parent), tests_dir]))
     for i in range(kills):
         before = snapshot(work)
         proc = subprocess.Popen([sys.executable, "-c", WORKER, str(work), str(i), tests_dir],

@@ -381,3 +381,34 @@ def test_values_never_become_frontmatter_or_placeholders(vault_path, value):
     rec = store.resolve(saved["memory_id"])
     assert rec.content == content and rec.source == value
     store.close()
+
+
+# -- block names (once blocks exist) -----------------------------------------------------------------
+
+BLOCK_NAMES = ["../escape", "../../outside/secret", "/etc/passwd", "a/../../b", "sub/dir", "a\x00b", "CON", "nul.md",
+               ".hidden", "..", ".", "", " ", "x" * 300, "linked-dir/secret", "\\windows\\path", "名前" * 100]
+
+
+@pytest.mark.parametrize("name", BLOCK_NAMES)
+def test_block_names_cannot_reach_outside_the_vault(hostile, name):
+    from reliability_helpers import open_store
+    from vaultmem.errors import VaultmemError
+
+    vault, outside = hostile
+    store = open_store(vault)
+    if not hasattr(store, "block_set"):
+        pytest.skip("blocks (mnemosyne issue) are not merged yet")
+    outside_before = _outside_bytes(outside)
+    before = snapshot(vault)
+    try:
+        result = store.block_set(name, "Block content.")
+    except VaultmemError as exc:
+        assert "\n" not in str(exc)  # one line (the CLI and MCP also cap its length)
+        assert snapshot(vault) == before
+    else:
+        added = set(snapshot(vault)) - set(before)
+        assert added and all(p.startswith("memory/blocks/") and p.count("/") == 2 for p in added), added
+        assert result["path"] in added
+    finally:
+        store.close()
+    assert _outside_bytes(outside) == outside_before

@@ -213,6 +213,11 @@ def test_injected_memories_come_back_as_framed_data_and_change_nothing(vault_pat
                     assert ch not in raw
                 if name != "search_memory" or "preview_length" in args:
                     assert any("\\u202e" in c for c in contents)  # shown, visibly
+            # the note as a resource: the markdown, with invisible characters shown as escapes
+            smuggled = len(INJECTIONS) - 1
+            resource = await client.read_resource(f"vaultmem://memory/{mid(800 + smuggled)}")
+            note = resource.contents[0].text
+            assert "\U000e0049" not in note and "\\U000e0049" in note and "Deploy note." in note
             # nothing about the server changed, nothing was written
             assert [t.model_dump() for t in (await client.list_tools()).tools] == tools_before
             assert snapshot(vault_path) == before

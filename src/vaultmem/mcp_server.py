@@ -437,7 +437,7 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
     async def read_memory(memory_id: str) -> str:
         try:
             ref = check_ref("memory_id", memory_id)
-            return (await bridge.run(lambda: bridge.store.note_text(ref)))["text"]
+            return escape_invisible((await bridge.run(lambda: bridge.store.note_text(ref)))["text"])
         except NotFound:
             raise ResourceNotFoundError(not_found(memory_id)) from None
         except VaultmemError as exc:

@@ -459,9 +459,12 @@ class Index:
         if self._search is None or self._search_ix is not ix:
             self._search, self._search_ix, self._allowed_cache = ix.searcher(), ix, {}
         else:
-            fresh = self._search.refresh()
-            if fresh is not self._search:
-                self._search, self._allowed_cache = fresh, {}
+            if not self._search.up_to_date():
+                # Not Searcher.refresh(): whoosh3's refresh keeps the old segment readers
+                # beside the new ones, so an edited note is found twice (old and new text),
+                # and it crashes on a searcher opened over an empty index.
+                self._search.close()
+                self._search, self._allowed_cache = ix.searcher(), {}
         return self._search
 
     def _allowed(self, searcher: Any, filters: list[Any]) -> Any:

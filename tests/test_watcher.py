@@ -412,3 +412,20 @@ def test_killed_daemon_leaves_a_stale_pid_that_does_not_block(vault_path, caplog
     again.start()
     again.close()
     assert f"a previous watcher (PID {proc.pid}) did not shut down cleanly; taking over" in caplog.messages
+
+
+def test_service_templates_run_the_watcher():
+    import configparser
+    import plistlib
+
+    templates = Path(w.__file__).parent / "templates"
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.read(templates / "vaultmem-watch.service")
+    assert unit["Service"]["ExecStart"] == "%h/.local/bin/vaultmem watch --vault %h/Documents/vaultmem"
+    assert unit["Install"]["WantedBy"] == "default.target"
+    with open(templates / "com.vaultmem.watch.plist", "rb") as handle:
+        plist = plistlib.load(handle)
+    assert plist["Label"] == "com.vaultmem.watch"
+    assert plist["ProgramArguments"][1:3] == ["watch", "--vault"]
+    assert plist["RunAtLoad"] is True
+    assert (Path(__file__).resolve().parent.parent / "templates" / "vaultmem-watch.service").is_file()

@@ -378,5 +378,26 @@ def watch(once: bool, show_status: bool, verbose: bool, vault: str | None, as_js
     watcher.serve(store)
 
 
+@cli.command()
+@click.option("--read-only", is_flag=True, help="Register no tool that changes the vault (search/open only).")
+@vault_option
+@handle_errors
+def mcp(read_only: bool, vault: str | None) -> None:
+    """Run the MCP server over stdio (for Claude Desktop, Claude Code, Cursor).
+
+    stdout carries only protocol frames; logs go to stderr. See docs/mcp.md for client setup.
+
+    \b
+    Example:
+      vaultmem mcp --vault ~/Documents/vaultmem
+      claude mcp add vaultmem -- vaultmem mcp --vault ~/Documents/vaultmem
+    """
+    store = _store(vault)
+    store.vault.require()
+    from vaultmem.mcp_server import serve
+
+    serve(store, read_only=read_only)
+
+
 def main() -> None:
     cli()

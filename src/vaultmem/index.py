@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 import shutil
@@ -72,7 +73,7 @@ class Record:
         return None if self.last_used is None else dt.datetime.fromtimestamp(self.last_used, UTC)
 
     def row(self) -> tuple[Any, ...]:
-        values = dataclasses.asdict(self)
+        values = {c: getattr(self, c) for c in _COLUMNS}  # dataclasses.asdict deep-copies: 4x slower
         values["tags"] = json.dumps(self.tags, ensure_ascii=False)
         values["entities"] = json.dumps(self.entities, ensure_ascii=False)
         values["props"] = json.dumps(self.props, ensure_ascii=False, default=_json_default)
@@ -213,12 +214,15 @@ def _schema() -> Any:
 
 def _document(rec: Record) -> dict[str, Any]:
     text = getattr(rec, "_full_text", rec.content)
+    title = rec.title
+    if rec.kind == "memory" and title.startswith(notes.slugify(rec.content)):
+        title = ""  # vaultmem's own file name repeats the first words: counting them twice skews BM25
     return {
         "path": rec.path,
         "id": rec.id or "",
         "kind": rec.kind,
         "status": rec.status or "",
-        "title": rec.title.replace("-", " "),
+        "title": title.replace("-", " "),
         "content": text,
         "tags": ",".join(rec.tags),
         "entities": " ".join(rec.entities),
@@ -238,6 +242,7 @@ class Index:
         self._search: Any = None
         self._search_ix: Any = None
         self._allowed_cache: dict[str, Any] = {}
+        self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
 
     # -- opening ----------------------------------------------------------------------------
     def _current_ino(self) -> int | None:
@@ -273,6 +278,7 @@ class Index:
             self._search.close()
         self._search = self._search_ix = None
         self._allowed_cache = {}
+        self._fingerprints = None
         if self._db is not None:
             self._db.close()
         self._db = None
@@ -281,11 +287,19 @@ class Index:
 
     # -- sync -----------------------------------------------------------------------------
     def fingerprints(self) -> dict[str, tuple[int, int]]:
-        return {p: (m, s) for p, m, s in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
+        """path -> (mtime_ns, size) as indexed; cached until any connection writes the catalog."""
+        db = self.db
+        version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
+        if self._fingerprints is None or self._fingerprints[0] != version:
+            rows = db.execute("SELECT path, mtime_ns, size FROM notes")
+            self._fingerprints = (version, {p: (m, s) for p, m, s in rows})
+        return self._fingerprints[1]
 
     def diff(self, on_disk: dict[str, tuple[int, int]]) -> tuple[list[str], list[str], list[str]]:
         """(new paths, changed paths, removed paths) between the disk and the catalog."""
         known = self.fingerprints()
+        if known == on_disk:  # the common case, compared in C
+            return [], [], []
         new = [p for p in on_disk if p not in known]
         changed = [p for p, fp in on_disk.items() if p in known and known[p] != fp]
         removed = [p for p in known if p not in on_disk]
@@ -429,6 +443,24 @@ class Index:
                tags: Sequence[str] = (), since: dt.datetime | None = None,
                limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
         """BM25F matches as (path, relevance), best first, and whether that is every match."""
+        for attempt in range(5):
+            try:
+                return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, since=since,
+                                         limit=limit)
+            except FileNotFoundError:
+                # A writer (the watcher, another CLI call) committed a new generation and
+                # removed the one this reader was opening: open the new one.
+                if self._search is not None:
+                    with contextlib.suppress(Exception):
+                        self._search.close()
+                self._search = self._search_ix = None
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _search_once(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
+                     tags: Sequence[str], since: dt.datetime | None,
+                     limit: int) -> tuple[list[tuple[str, float]], bool]:
         from whoosh import query as Q
         from whoosh.qparser import MultifieldParser, OrGroup
 
@@ -449,8 +481,14 @@ class Index:
         allowed = self._allowed(searcher, filters)
         if not allowed:
             return [], True
-        hits = searcher.search(parsed, limit=limit, filter=allowed)
-        found = [(hit["path"], float(hit.score)) for hit in hits]
+        hits = searcher.search(parsed, limit=limit, filter=allowed, terms=True)
+        stem = _stemmer()
+        wanted = {stem(t) for f, t in parsed.iter_all_terms() if f in SEARCH_FIELDS}
+        found = []
+        for hit in hits:
+            matched = {stem(t) for f, t in hit.matched_terms()} & wanted
+            found.append((hit["path"], coordinated(float(hit.score), len(matched), len(wanted))))
+        found.sort(key=lambda item: -item[1])
         return found, len(found) < limit
 
     def _searcher(self) -> Any:
@@ -487,6 +525,34 @@ class Index:
                 with contextlib.suppress(OSError):
                     total += os.path.getsize(os.path.join(folder, name))
         return total
+
+
+COORD_POWER = 2.0
+
+
+def coordinated(bm25: float, matched_words: int, query_words: int) -> float:
+    """BM25F scaled by the share of the query's words a note contains: (m / n) ** 2.
+
+    Plain OR lets a short note with two of three words outrank the note with all three;
+    Whoosh's own coordination bonus is negligible when words are spread over four fields.
+    """
+    if query_words <= 1:
+        return bm25
+    return bm25 * (max(matched_words, 1) / query_words) ** COORD_POWER
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Callable[[Any], str]:
+    """Map a matched term (bytes or str, from any field) to its content-field form."""
+    analyzer = _analyzer()
+
+    @functools.lru_cache(maxsize=20000)
+    def stem(term: Any) -> str:
+        text = term.decode("utf-8", "replace") if isinstance(term, bytes) else str(term)
+        tokens = [t.text for t in analyzer(text)]
+        return tokens[0] if tokens else text.lower()
+
+    return stem
 
 
 def _any_of(field: str, values: Sequence[str]) -> Any:

@@ -215,6 +215,13 @@ class MemoryStore:
         return {"success": bool(memories) or not refs, "count": len(memories),
                 "memories": memories, "not_found": not_found}
 
+    def note_text(self, ref: str) -> dict[str, Any]:
+        """One memory note's markdown exactly as it is on disk (for MCP resource readers)."""
+        self.sync()
+        rec = self.resolve(ref)
+        text = self.vault.abs(rec.path).read_text(encoding="utf-8")
+        return {"success": True, "memory_id": rec.id, "path": rec.path, "text": text}
+
     # -- search -------------------------------------------------------------------------------
     def search(
         self,

@@ -429,3 +429,11 @@ def test_service_templates_run_the_watcher():
     assert plist["ProgramArguments"][1:3] == ["watch", "--vault"]
     assert plist["RunAtLoad"] is True
     assert (Path(__file__).resolve().parent.parent / "templates" / "vaultmem-watch.service").is_file()
+
+
+def test_searches_beside_a_running_watcher_never_fail(vault_path, running, reader):
+    running(debounce=0.01)
+    for i in range(60):
+        (vault_path / f"memory/stm/busy{i % 5}.md").write_text(note_text(f"busy{i}word"), encoding="utf-8")
+        wait_for(lambda i=i: hits(reader, f"busy{i}word"), what=f"edit {i}")  # searches while commits land
+    assert reader.index.count() == 5

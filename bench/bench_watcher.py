@@ -3,7 +3,8 @@
 Builds a vault of N notes, indexes it, starts `vaultmem watch` in a subprocess, then
 1. edits one note at a time (a unique word each time) and measures how long until a search
    in this process finds it (p50/p95/max over --edits edits);
-2. fires --events more edits in rounds and reads the watcher's RSS after each round.
+2. fires --events more edits (a bounded vocabulary, so the index does not grow) in rounds
+   and reads the watcher's RSS after each round.
 
     python bench/bench_watcher.py --notes 10000 --edits 200 --events 10000
 """
@@ -117,7 +118,9 @@ def main() -> None:
             last = ("", "")
             for k in range(per_round):
                 i = rng.randrange(args.notes)
-                word = f"ev{r}r{k}x"
+                # a bounded vocabulary, so the index itself does not grow with the events;
+                # the round's last edit carries a unique word to know when the watcher caught up
+                word = f"ev{r}r{k}x" if k == per_round - 1 else f"common{k % 200}"
                 rel = f"memory/stm/note-{i:06d}.md"
                 (vault / rel).write_text(note(i, word), encoding="utf-8")
                 last = (word, rel)

@@ -292,8 +292,7 @@ def test_maintenance_tick_runs_on_schedule(vault_path, running, monkeypatch, cap
     caplog.set_level(logging.INFO, logger="vaultmem")
     calls = []
     monkeypatch.setattr(MemoryStore, "maintenance",
-                        lambda self: calls.append(1) or {"success": True, "message": "archived 0, promoted 0"},
-                        raising=False)
+                        lambda self: calls.append(1) or {"success": True, "message": "archived 0, promoted 0"})
     r = running(maintenance_interval=0.2)
     wait_for(lambda: len(calls) >= 2, what="two ticks")
     r.stop()
@@ -308,7 +307,7 @@ def test_maintenance_failure_is_logged_not_fatal(store, caplog, monkeypatch):
     def boom(self):
         raise VaultmemError("gc cannot move memory/stm/x.md; fix it")
 
-    monkeypatch.setattr(MemoryStore, "maintenance", boom, raising=False)
+    monkeypatch.setattr(MemoryStore, "maintenance", boom)
     assert w.run_maintenance(store) == {"success": False, "message": "gc cannot move memory/stm/x.md; fix it"}
     assert caplog.messages == ["maintenance failed: gc cannot move memory/stm/x.md; fix it"]
 

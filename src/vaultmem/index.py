@@ -21,12 +21,13 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from vaultmem import links as linkmod
 from vaultmem import note as notes
 from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3  # 3: links + aliases tables (graph)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities")
 NOTE_PREVIEW_CHARS = 4000
@@ -106,6 +107,8 @@ class SyncReport:
     unchanged: int = 0
     malformed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     rebuilt: bool = False
+    # memories whose `status` property disagrees with their folder (moved by hand)
+    status_mismatch: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -147,6 +150,8 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     folder_status = vault.status_of(rel)
     kind = _kind_of(vault, rel, props)
     rec = Record(path=rel, mtime_ns=fingerprint[0], size=fingerprint[1], kind=kind, title=stem)
+    rec._links = linkmod.note_links(split.frontmatter, props, split.body, split.head.count("\n"))  # type: ignore[attr-defined]
+    rec._aliases = linkmod.aliases_of(props)  # type: ignore[attr-defined]
     if kind == "note":
         rec.content = split.body[:NOTE_PREVIEW_CHARS] if len(split.body) > NOTE_PREVIEW_CHARS else split.body
         rec.tags = [notes.normalise_tag(t) for t in notes.as_list(props.get("tags"))]
@@ -160,6 +165,7 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     memory = notes.memory_from_properties(props, split.body, rel, default_time)
     rec.id = memory.id
     rec.status = folder_status or memory.status
+    rec._declared_status = str(props.get("status") or "active")  # type: ignore[attr-defined]
     rec.content = memory.content
     rec.created = memory.created.timestamp()
     rec.last_used = memory.last_used.timestamp()
@@ -174,6 +180,12 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     rec.agent = memory.agent
     rec.props = memory.meta
     return rec
+
+
+def _note_mismatch(rec: Record, report: SyncReport) -> None:
+    declared = getattr(rec, "_declared_status", None)
+    if rec.kind == "memory" and declared is not None and declared != rec.status:
+        report.status_mismatch.append(rec.path)
 
 
 def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
@@ -196,7 +208,7 @@ def _analyzer() -> Any:
 
 
 def _schema() -> Any:
-    from whoosh.fields import ID, KEYWORD, NUMERIC, TEXT, Schema
+    from whoosh.fields import ID, KEYWORD, TEXT, Schema
 
     analyzer = _analyzer()
     return Schema(
@@ -208,7 +220,6 @@ def _schema() -> Any:
         content=TEXT(analyzer=analyzer),
         tags=KEYWORD(lowercase=True, commas=True, scorable=True, field_boost=1.5),
         entities=TEXT(analyzer=analyzer, field_boost=1.3),
-        last_used=NUMERIC(int, bits=64, signed=True),
     )
 
 
@@ -226,7 +237,6 @@ def _document(rec: Record) -> dict[str, Any]:
         "content": text,
         "tags": ",".join(rec.tags),
         "entities": " ".join(rec.entities),
-        "last_used": int(rec.last_used or 0),
     }
 
 
@@ -360,6 +370,7 @@ class Index:
             records.append(rec)
             if rec.error:
                 report.malformed.append((rel, rec.error))
+            _note_mismatch(rec, report)
         writer = self.ix.writer(limitmb=128)
         try:
             for rel in removed:
@@ -378,6 +389,7 @@ class Index:
             db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})",
                            [r.row() for r in records])
+            linkmod.store_links(db, removed + [r.path for r in records], records)
 
     def rebuild(self, progress: Any = None) -> SyncReport:
         """Recreate the whole index from the notes alone."""
@@ -400,17 +412,22 @@ class Index:
         writer = ix.writer(limitmb=256)
         rows = []
         paths = sorted(on_disk)
-        iterator = progress(paths, len(paths)) if progress and paths else paths
-        for rel in iterator:
-            rec = read_record(self.vault, rel, on_disk[rel])
+        records = self._read_all(paths, on_disk)
+        parsed: list[Record] = []  # kept for their links (records is a one-pass generator)
+        iterator = progress(records, len(paths)) if progress and paths else records
+        for rec in iterator:
+            parsed.append(rec)
+            rel = rec.path
             if rec.error:
                 report.malformed.append((rel, rec.error))
             else:
                 writer.add_document(**_document(rec))
+            _note_mismatch(rec, report)
             rows.append(rec.row())
         writer.commit()
         with db:
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
+            linkmod.store_links(db, [], parsed, full=True)
         db.close()
         self.close()
         if self.dir.exists():
@@ -419,6 +436,29 @@ class Index:
         shutil.rmtree(old, ignore_errors=True)
         report.added = len(rows)
         return report
+
+    def _read_all(self, paths: list[str], on_disk: dict[str, tuple[int, int]]) -> Iterator[Record]:
+        """Parse notes in order; big vaults parse in worker processes while Whoosh indexes here."""
+        import sys
+        import threading
+
+        workers = min(4, (os.cpu_count() or 1) - 1)
+        # fork is cheap and needs no importable __main__, but is only safe single-threaded on
+        # Linux; elsewhere (threaded servers, macOS) parse here, serially.
+        parallel = (len(paths) >= PARALLEL_PARSE_MIN and workers >= 1 and sys.platform == "linux"
+                    and threading.active_count() == 1)
+        if not parallel:
+            for rel in paths:
+                yield read_record(self.vault, rel, on_disk[rel])
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        chunks = [[(rel, on_disk[rel]) for rel in paths[i:i + 250]] for i in range(0, len(paths), 250)]
+        jobs = ((self.vault.root, self.vault.settings, chunk) for chunk in chunks)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            for batch in pool.map(_read_chunk, jobs):
+                yield from batch
 
     # -- reading ----------------------------------------------------------------------------
     def get(self, path: str) -> Record | None:
@@ -440,13 +480,12 @@ class Index:
         return self.db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
 
     def search(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
-               tags: Sequence[str] = (), since: dt.datetime | None = None,
+               tags: Sequence[str] = (),
                limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
         """BM25F matches as (path, relevance), best first, and whether that is every match."""
         for attempt in range(5):
             try:
-                return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, since=since,
-                                         limit=limit)
+                return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit)
             except FileNotFoundError:
                 # A writer (the watcher, another CLI call) committed a new generation and
                 # removed the one this reader was opening: open the new one.
@@ -459,8 +498,7 @@ class Index:
         raise AssertionError("unreachable")
 
     def _search_once(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
-                     tags: Sequence[str], since: dt.datetime | None,
-                     limit: int) -> tuple[list[tuple[str, float]], bool]:
+                     tags: Sequence[str], limit: int) -> tuple[list[tuple[str, float]], bool]:
         from whoosh import query as Q
         from whoosh.qparser import MultifieldParser, OrGroup
 
@@ -475,8 +513,6 @@ class Index:
             filters.append(_any_of("status", statuses))
         if tags:
             filters.append(_any_of("tags", [t.lower() for t in tags]))
-        if since is not None:
-            filters.append(Q.NumericRange("last_used", int(since.timestamp()), None))
         searcher = self._searcher()
         allowed = self._allowed(searcher, filters)
         if not allowed:
@@ -492,17 +528,16 @@ class Index:
         return found, len(found) < limit
 
     def _searcher(self) -> Any:
-        """One searcher per index generation, refreshed (cheaply) when another writer committed."""
+        """One searcher per index generation, reopened when a writer (any process) committed."""
         ix = self.ix
         if self._search is None or self._search_ix is not ix:
             self._search, self._search_ix, self._allowed_cache = ix.searcher(), ix, {}
-        else:
-            if not self._search.up_to_date():
-                # Not Searcher.refresh(): whoosh3's refresh keeps the old segment readers
-                # beside the new ones, so an edited note is found twice (old and new text),
-                # and it crashes on a searcher opened over an empty index.
-                self._search.close()
-                self._search, self._allowed_cache = ix.searcher(), {}
+        elif not self._search.up_to_date():
+            # A fresh searcher, not refresh(): whoosh3's refresh crashes when the old reader
+            # was an EmptyReader (an index with no segments yet), and it keeps the old segment
+            # readers beside the new ones, so an edited note is found by its old text too.
+            self._search.close()
+            self._search, self._allowed_cache = ix.searcher(), {}
         return self._search
 
     def _allowed(self, searcher: Any, filters: list[Any]) -> Any:
@@ -555,6 +590,15 @@ def _stemmer() -> Callable[[Any], str]:
     return stem
 
 
+PARALLEL_PARSE_MIN = 3000
+
+
+def _read_chunk(job: tuple[Path, Any, list[tuple[str, tuple[int, int]]]]) -> list[Record]:
+    root, settings, items = job
+    vault = Vault(root, settings)
+    return [read_record(vault, rel, fp) for rel, fp in items]
+
+
 def _any_of(field: str, values: Sequence[str]) -> Any:
     from whoosh import query as Q
 
@@ -574,6 +618,17 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
     db.execute("CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+    # Each note's outgoing wikilinks as written, and the path each resolves to now (`dst`, NULL
+    # when unresolved); links.store_links re-resolves affected links on every sync.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS links (src TEXT, pos INTEGER, target TEXT, target_key TEXT,"
+        " subpath TEXT, alias TEXT, embed INTEGER, type TEXT, strength REAL, meta TEXT, line INTEGER,"
+        " dst TEXT, PRIMARY KEY (src, pos))"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS links_target ON links(target_key)")
+    db.execute("CREATE INDEX IF NOT EXISTS links_dst ON links(dst)")
+    db.execute("CREATE TABLE IF NOT EXISTS aliases (path TEXT, alias TEXT, PRIMARY KEY (path, alias))")
+    db.execute("CREATE INDEX IF NOT EXISTS aliases_alias ON aliases(alias)")
     version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if version is None:
         with db:

@@ -33,7 +33,6 @@ log = logging.getLogger("vaultmem.watcher")
 DEBOUNCE = 0.1  # seconds of quiet before a batch is applied
 MAX_DELAY = 1.0  # a continuous stream of events still flushes this often
 FULL_SYNC_THRESHOLD = 1000  # a bigger batch is cheaper (and safer) as one scan + diff
-DEFAULT_MAINTENANCE_INTERVAL = 3600.0
 DEGRADED_SYNC_INTERVAL = 10.0  # full-sync period when the observer died (watch limit)
 TRIM_INTERVAL = 5.0  # seconds between malloc_trim calls
 STATUS_FILE = "state/watcher.json"
@@ -280,14 +279,8 @@ def watcher_status(store: Any) -> dict[str, Any]:
 
 def run_maintenance(store: Any) -> dict[str, Any]:
     """One maintenance tick (gc and promotion as configured) through `MemoryStore.maintenance`."""
-    fn = getattr(store, "maintenance", None)
-    if fn is None:
-        message = ("maintenance skipped: this vaultmem has no MemoryStore.maintenance yet "
-                   "(gc and promotion are not installed)")
-        log.warning(message)
-        return {"success": False, "skipped": True, "message": message}
     try:
-        result = dict(fn())
+        result = dict(store.maintenance())
     except VaultmemError as exc:
         log.error("maintenance failed: %s", exc)
         return {"success": False, "message": str(exc)}
@@ -330,9 +323,7 @@ class Watcher:
         self.index = store.index
         self.debounce = debounce
         self.max_delay = max_delay
-        interval = maintenance_interval
-        if interval is None:
-            interval = getattr(store.settings, "maintenance_interval", DEFAULT_MAINTENANCE_INTERVAL)
+        interval = store.settings.maintenance_interval if maintenance_interval is None else maintenance_interval
         self.maintenance_interval = float(interval)
         self.full_sync_threshold = full_sync_threshold
         self.pending = Pending()

@@ -436,3 +436,31 @@ def test_searches_beside_a_running_watcher_never_fail(vault_path, running, reade
         (vault_path / f"memory/stm/busy{i % 5}.md").write_text(note_text(f"busy{i}word"), encoding="utf-8")
         wait_for(lambda i=i: hits(reader, f"busy{i}word"), what=f"edit {i}")  # searches while commits land
     assert reader.index.count() == 5
+
+
+OLD_MEMORY = ("---\nid: 22222222-2222-4333-8444-555555555555\ncreated: 2025-01-01T00:00:00Z\n"
+              "last_used: 2025-01-01T00:00:00Z\nuse_count: 0\nstrength: 1.0\nstatus: active\n---\n"
+              "an old forgotten fact\n")
+
+
+def test_tick_runs_real_gc_and_the_watcher_does_not_reindex_its_moves(vault_path, running, reader, caplog):
+    caplog.set_level(logging.INFO, logger="vaultmem")
+    (vault_path / "memory/stm/old-22222222.md").write_text(OLD_MEMORY, encoding="utf-8")
+    settings = load_settings(vault_path, overrides={"auto_gc": True})
+    r = running(settings=settings, maintenance_interval=0.3)
+    wait_for(lambda: reader.index.get("memory/archive/old-22222222.md"), what="gc to archive the old memory")
+    assert reader.index.get("memory/stm/old-22222222.md") is None
+    assert reader.index.get("memory/archive/old-22222222.md").status == "archived"
+    indexed_before = r.watcher.counts["indexed"]
+    wait_for(lambda: r.watcher.counts["ticks"] >= 3, what="two more ticks")
+    assert r.watcher.counts["indexed"] == indexed_before  # the move's events found the catalog current
+    assert any(m.startswith("maintenance: Archived 1 low-scoring memory") for m in caplog.messages)
+
+
+def test_watch_once_applies_gc_when_configured(runner, vault_path, monkeypatch):
+    (vault_path / "memory/stm/old-22222222.md").write_text(OLD_MEMORY, encoding="utf-8")
+    monkeypatch.setenv("VAULTMEM_AUTO_GC", "1")
+    data = json.loads(invoke(runner, "watch", "--once", "--json").stdout)
+    assert data["maintenance"]["applied"] == {"gc": True, "promote": False}
+    assert (vault_path / "memory/archive/old-22222222.md").is_file()
+    assert data["message"].startswith("Synced 1 changed and 0 removed notes; maintenance: Archived 1 low-scoring")

@@ -27,6 +27,8 @@ from vaultmem.errors import VaultmemError
 from vaultmem.store import MemoryStore
 
 TIMEOUT = 30.0
+# read at import: the autouse fixture clears VAULTMEM_* variables before each test
+BURST = 5000 if os.environ.get("VAULTMEM_SOAK") else 500
 
 
 def wait_for(condition, timeout: float = TIMEOUT, what: str = "condition"):
@@ -277,7 +279,7 @@ def test_vaultmem_own_writes_are_not_indexed_twice(vault_path, running, reader):
 
 
 def test_burst_from_a_sync_client(vault_path, running, reader):
-    n = 5000 if os.environ.get("VAULTMEM_SOAK") else 500
+    n = BURST
     r = running()
     folder = vault_path / "synced"
     folder.mkdir()

@@ -367,13 +367,15 @@ class Watcher:
 
         pending = self.pending
         root = str(self.vault.root)
-        prefix = len(root) + 1
+        # FSEvents reports resolved paths (/private/var/... for /var/...): accept both spellings.
+        prefixes = {root + os.sep, os.path.realpath(root) + os.sep}
 
         def rel_of(path: Any) -> str | None:
             path = os.fsdecode(path)
-            if not path.startswith(root + os.sep):
-                return None
-            return path[prefix:].replace(os.sep, "/")
+            for prefix in prefixes:
+                if path.startswith(prefix):
+                    return path[len(prefix):].replace(os.sep, "/")
+            return None
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:

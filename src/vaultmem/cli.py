@@ -16,6 +16,9 @@ import click
 from vaultmem import __version__
 from vaultmem.errors import VaultmemError
 
+# Kept here (not imported from store/enrich) so `vaultmem --help` stays light.
+MEMORY_TYPE_CHOICES = ("episodic", "semantic", "preference", "relationship", "procedural", "profile", "core")
+
 
 def _store(vault: str | None) -> Any:
     from vaultmem.config import load_settings, resolve_vault
@@ -123,15 +126,23 @@ def init(path: str | None, vault: str | None, as_json: bool) -> None:
 @click.option("--entity", "-e", "entities", multiple=True, help="Named entity (repeatable).")
 @click.option("--source", help="Where the memory came from, e.g. chat.")
 @click.option("--context", help="What was going on when it was saved.")
-@click.option("--strength", type=click.FloatRange(1.0, 2.0), help="Importance 1.0-2.0 (default 1.0).")
+@click.option("--strength", type=click.FloatRange(1.0, 2.0),
+              help="Importance 1.0-2.0 (default: from the content's markers).")
+@click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPE_CHOICES),
+              help="memory_type (default: classified from the content).")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Extra property (repeatable).")
+@click.option("--allow-duplicate", is_flag=True, help="Save even when a near-identical memory exists.")
 @vault_option
 @output_options
 @handle_errors
 def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source: str | None,
-         context: str | None, strength: float | None, meta: tuple[str, ...], vault: str | None,
-         as_json: bool) -> None:
+         context: str | None, strength: float | None, memory_type: str | None, meta: tuple[str, ...],
+         allow_duplicate: bool, vault: str | None, as_json: bool) -> None:
     """Save a memory as a new note in memory/stm/ and print its id.
+
+    Entities, strength, memory_type, urgency and domain are filled in from the content
+    unless given. Content that looks like a credential is refused (nothing is written);
+    a near-identical memory is reinforced instead of copied (its id is printed).
 
     \b
     Example:
@@ -141,11 +152,14 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 
     store = _store(vault)
     result = store.save(content, tags=tags, entities=list(entities) or None, source=source,
-                        context=context, strength=strength, meta=parse_meta(meta))
+                        context=context, strength=strength, memory_type=memory_type,
+                        meta=parse_meta(meta), dedupe=not allow_duplicate)
     if as_json:
         emit_json(result)
     else:
         click.echo(result["memory_id"])
+        if result.get("status") == "duplicate":
+            click.echo(f"note: {result['message']}", err=True)
 
 
 @cli.command()

@@ -336,3 +336,19 @@ def test_two_saves_in_the_same_second_get_distinct_files(store, vault_path):
     b = store.save("same words", dedupe=False)
     assert a["path"] != b["path"]
     assert len(list((vault_path / "memory/stm").glob("same-words-*.md"))) == 2
+
+
+def test_a_note_with_every_query_word_beats_a_short_note_with_some(store):
+    store.save("The team moved encryption from Vault to KMS")
+    target = store.save("Dmitri and Pedro approved the plan; ticket 127 tracks the GitLab encryption. "
+                        "The team moved pricing from Snowflake to GitLab; Jonas says p95 halved.")["memory_id"]
+    assert store.search("Jonas moved encryption")["results"][0]["id"] == target
+
+
+def test_file_name_words_of_a_memory_are_not_counted_twice(store, vault_path):
+    plain = store.save("Kafka retention is seven days for the audit topic")["memory_id"]
+    store.save("Retention of Kafka audit data is seven days per policy")
+    rec = store.resolve(plain)
+    from vaultmem.index import _document
+
+    assert _document(rec)["title"] == ""

@@ -145,12 +145,18 @@ def load_settings(
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
-    import yaml
-
     origin = str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {origin}: {exc}; fix or delete the file") from None
+    if all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
+        return {}  # only comments (the file `vaultmem init` writes): skip importing yaml
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(f"cannot read {origin}: {first}; fix or delete the file") from None
     if data is None:

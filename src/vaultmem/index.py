@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 import shutil
@@ -213,12 +214,15 @@ def _schema() -> Any:
 
 def _document(rec: Record) -> dict[str, Any]:
     text = getattr(rec, "_full_text", rec.content)
+    title = rec.title
+    if rec.kind == "memory" and title.startswith(notes.slugify(rec.content)):
+        title = ""  # vaultmem's own file name repeats the first words: counting them twice skews BM25
     return {
         "path": rec.path,
         "id": rec.id or "",
         "kind": rec.kind,
         "status": rec.status or "",
-        "title": rec.title.replace("-", " "),
+        "title": title.replace("-", " "),
         "content": text,
         "tags": ",".join(rec.tags),
         "entities": " ".join(rec.entities),
@@ -235,6 +239,9 @@ class Index:
         self._db: sqlite3.Connection | None = None
         self._ix: Any = None
         self._opened_ino: int | None = None
+        self._search: Any = None
+        self._search_ix: Any = None
+        self._allowed_cache: dict[str, Any] = {}
 
     # -- opening ----------------------------------------------------------------------------
     def _current_ino(self) -> int | None:
@@ -266,6 +273,10 @@ class Index:
         return self._ix
 
     def close(self) -> None:
+        if self._search is not None:
+            self._search.close()
+        self._search = self._search_ix = None
+        self._allowed_cache = {}
         if self._db is not None:
             self._db.close()
         self._db = None
@@ -420,8 +431,8 @@ class Index:
 
     def search(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
                tags: Sequence[str] = (), since: dt.datetime | None = None,
-               limit: int = 100) -> tuple[list[tuple[str, float]], int]:
-        """BM25F matches as (path, relevance), best first, and how many documents matched."""
+               limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
+        """BM25F matches as (path, relevance), best first, and whether that is every match."""
         from whoosh import query as Q
         from whoosh.qparser import MultifieldParser, OrGroup
 
@@ -431,16 +442,50 @@ class Index:
         parsed = parser.parse(text)
         if parsed is Q.NullQuery:
             return [], 0
-        filters: list[Any] = [Q.Or([Q.Term("kind", k) for k in kinds])]
+        filters: list[Any] = [_any_of("kind", kinds)]
         if statuses:
-            filters.append(Q.Or([Q.Term("status", s) for s in statuses]))
+            filters.append(_any_of("status", statuses))
         if tags:
-            filters.append(Q.Or([Q.Term("tags", t.lower()) for t in tags]))
+            filters.append(_any_of("tags", [t.lower() for t in tags]))
         if since is not None:
             filters.append(Q.NumericRange("last_used", int(since.timestamp()), None))
-        with ix.searcher() as searcher:
-            hits = searcher.search(parsed, limit=limit, filter=Q.And(filters))
-            return [(hit["path"], float(hit.score)) for hit in hits], len(hits)
+        searcher = self._searcher()
+        allowed = self._allowed(searcher, filters)
+        if not allowed:
+            return [], True
+        hits = searcher.search(parsed, limit=limit, filter=allowed, terms=True)
+        stem = _stemmer()
+        wanted = {stem(t) for f, t in parsed.iter_all_terms() if f in SEARCH_FIELDS}
+        found = []
+        for hit in hits:
+            matched = {stem(t) for f, t in hit.matched_terms()} & wanted
+            found.append((hit["path"], coordinated(float(hit.score), len(matched), len(wanted))))
+        found.sort(key=lambda item: -item[1])
+        return found, len(found) < limit
+
+    def _searcher(self) -> Any:
+        """One searcher per index generation, refreshed (cheaply) when another writer committed."""
+        ix = self.ix
+        if self._search is None or self._search_ix is not ix:
+            self._search, self._search_ix, self._allowed_cache = ix.searcher(), ix, {}
+        else:
+            fresh = self._search.refresh()
+            if fresh is not self._search:
+                self._search, self._allowed_cache = fresh, {}
+        return self._search
+
+    def _allowed(self, searcher: Any, filters: list[Any]) -> Any:
+        """The doc numbers passing the filters, cached per searcher (filters repeat a lot)."""
+        from whoosh import query as Q
+
+        key = repr(filters)
+        allowed = self._allowed_cache.get(key)
+        if allowed is None:
+            allowed = set(searcher.docs_for_query(filters[0] if len(filters) == 1 else Q.And(filters)))
+            if len(self._allowed_cache) > 64:
+                self._allowed_cache.clear()
+            self._allowed_cache[key] = allowed
+        return allowed
 
     def size_bytes(self) -> int:
         total = 0
@@ -449,6 +494,40 @@ class Index:
                 with contextlib.suppress(OSError):
                     total += os.path.getsize(os.path.join(folder, name))
         return total
+
+
+COORD_POWER = 2.0
+
+
+def coordinated(bm25: float, matched_words: int, query_words: int) -> float:
+    """BM25F scaled by the share of the query's words a note contains: (m / n) ** 2.
+
+    Plain OR lets a short note with two of three words outrank the note with all three;
+    Whoosh's own coordination bonus is negligible when words are spread over four fields.
+    """
+    if query_words <= 1:
+        return bm25
+    return bm25 * (max(matched_words, 1) / query_words) ** COORD_POWER
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Callable[[Any], str]:
+    """Map a matched term (bytes or str, from any field) to its content-field form."""
+    analyzer = _analyzer()
+
+    @functools.lru_cache(maxsize=20000)
+    def stem(term: Any) -> str:
+        text = term.decode("utf-8", "replace") if isinstance(term, bytes) else str(term)
+        tokens = [t.text for t in analyzer(text)]
+        return tokens[0] if tokens else text.lower()
+
+    return stem
+
+
+def _any_of(field: str, values: Sequence[str]) -> Any:
+    from whoosh import query as Q
+
+    return Q.Term(field, values[0]) if len(values) == 1 else Q.Or([Q.Term(field, v) for v in values])
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -350,7 +350,7 @@ class MemoryStore:
             return ranked
         limit = max(self.settings.search_candidates, top_k * 5)
         while True:
-            hits, total = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
+            hits, complete = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
                                             since=since, limit=limit)
             if not hits:
                 return []
@@ -366,7 +366,7 @@ class MemoryStore:
                     continue
                 relevance = bm25 / best
                 ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
-            if len(ranked) >= top_k or total <= limit:
+            if len(ranked) >= top_k or complete:
                 break
             limit *= 4  # the score filter dropped too many: widen the candidate set
         ranked.sort(key=lambda r: (-r[3], r[0].path))

@@ -469,7 +469,13 @@ class Index:
         if self._search is None or self._search_ix is not ix:
             self._search, self._search_ix, self._allowed_cache = ix.searcher(), ix, {}
         else:
-            fresh = self._search.refresh()
+            try:
+                fresh = self._search.refresh()
+            except TypeError:
+                # Whoosh cannot refresh a searcher opened on an empty index (its EmptyReader
+                # has no segments to reuse): open a new one.
+                self._search.close()
+                fresh = ix.searcher()
             if fresh is not self._search:
                 self._search, self._allowed_cache = fresh, {}
         return self._search

@@ -206,6 +206,39 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
                    f"used {item['use_count']}× · {item['age_days']:g} days old · {item['path']}")
 
 
+@cli.command()
+@click.argument("message")
+@click.option("--recall", is_flag=True, help="Ask whether to search memory instead of whether to save.")
+@vault_option
+@output_options
+@handle_errors
+def analyze(message: str, recall: bool, vault: str | None, as_json: bool) -> None:
+    """Should this message be saved (or, with --recall, looked up)? Confidence and suggestions.
+
+    Weighted phrase signals from templates/activation.yaml through a sigmoid: above 0.7
+    act, 0.4-0.7 ask first, below 0.4 leave it.
+
+    \b
+    Example:
+      vaultmem analyze "Remember: I prefer TypeScript over JavaScript"
+      vaultmem analyze --recall "What did I say about TypeScript?" --json
+    """
+    store = _store(vault)
+    result = store.analyze_for_recall(message) if recall else store.analyze_message(message)
+    if as_json:
+        emit_json(result)
+        return
+    if recall:
+        click.echo(f"should_search: {str(result['should_search']).lower()} (confidence {result['confidence']:.2f})")
+        click.echo(f"query:         {result['suggested_query'] or '-'}")
+    else:
+        click.echo(f"should_save: {str(result['should_save']).lower()} (confidence {result['confidence']:.2f})")
+        click.echo(f"strength:    {result['suggested_strength']:g}")
+        click.echo(f"tags:        {', '.join(result['suggested_tags']) or '-'}")
+    click.echo(f"entities:    {', '.join(result['suggested_entities']) or '-'}")
+    click.echo(f"reasoning:   {result['reasoning']}")
+
+
 @cli.command(name="open")
 @click.argument("refs", nargs=-1, required=True)
 @vault_option

@@ -72,7 +72,7 @@ def phrase_regex(phrases: Iterable[str]) -> re.Pattern[str] | None:
             parts.append(f"(?:{phrase[3:]})")
         elif phrase.strip():
             words = [re.escape(w) for w in phrase.strip().split()]
-            parts.append(r"(?<![\w'])" + r"\s+".join(words) + r"(?![\w'])")
+            parts.append(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)")
     if not parts:
         return None
     try:

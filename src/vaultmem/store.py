@@ -198,6 +198,25 @@ class MemoryStore:
 
         return get_enricher(self.vault.state_dir / "templates", self.settings.spacy_model)
 
+    # -- natural-language activation (activation.py) ---------------------------------------
+    def analyze_message(self, message: str) -> dict[str, Any]:
+        """Should this message be saved? (`should_save`, `confidence`, suggestions, reasoning)"""
+        from vaultmem.activation import analyze_message
+
+        return analyze_message(message, self.vault.state_dir / "templates", self.settings.spacy_model)
+
+    def analyze_for_recall(self, message: str) -> dict[str, Any]:
+        """Should memory be searched for this message? (`should_search`, `suggested_query`, ...)"""
+        from vaultmem.activation import analyze_for_recall
+
+        return analyze_for_recall(message, self.vault.state_dir / "templates", self.settings.spacy_model)
+
+    def auto_recall_process_message(self, message: str) -> dict[str, Any]:
+        """Reinforce memories related to a message, silently, with a cross-process cooldown."""
+        from vaultmem.activation import auto_recall_process_message
+
+        return auto_recall_process_message(self, message)
+
     def find_duplicate(self, content: str) -> tuple[Record, float] | None:
         """A near-identical active memory (see `enrich.similarity`), found through the index."""
         from vaultmem.enrich import duplicate_query, similarity

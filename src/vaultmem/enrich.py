@@ -306,8 +306,8 @@ def similarity(new: str, existing: str) -> float:
 
     difflib's ratio over the two word sequences (2 * matching words / total words), so
     re-wording, case and punctuation barely count while an added or changed word does.
-    A number in the new content that the old one lacks means a changed fact ("3pm" vs
-    "4pm", port 6380 vs 6379): similarity 0, whatever the words say.
+    A word with a digit in the new content that the old one lacks means a changed fact
+    ("3pm" vs "4pm", port 6380 vs 6379): similarity 0, whatever the other words say.
     """
     import difflib
 
@@ -316,8 +316,8 @@ def similarity(new: str, existing: str) -> float:
         return 0.0
     if len(a) > 2 * len(b) or len(b) > 2 * len(a):
         return 0.0
-    old_numbers = set(_NUMBER.findall(existing))
-    if any(n not in old_numbers for n in _NUMBER.findall(new)):
+    old_numbers = {w for w in b if _NUMBER.search(w)}
+    if any(w not in old_numbers for w in a if _NUMBER.search(w)):
         return 0.0
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 

@@ -352,3 +352,25 @@ def test_file_name_words_of_a_memory_are_not_counted_twice(store, vault_path):
     from vaultmem.index import _document
 
     assert _document(rec)["title"] == ""
+
+
+def test_freshness_ttl_skips_rescans_but_not_own_writes(store, vault_path):
+    store.freshness_ttl = 3600
+    store.sync()
+    (vault_path / "memory/stm/by-hand.md").write_text("typed in Obsidian just now\n")
+    assert store.search("obsidian")["count"] == 0  # within the TTL: not rescanned yet
+    mid = store.save("saved through vaultmem")["memory_id"]
+    assert store.search("saved")["results"][0]["id"] == mid
+    store.freshness_ttl = 0.0
+    assert store.search("obsidian")["count"] == 1
+
+
+def test_parallel_rebuild_indexes_the_same_notes(sample_vault, clock, monkeypatch):
+    import vaultmem.index as index_module
+
+    store = MemoryStore(sample_vault, clock=clock)
+    serial = store.rebuild_index()
+    monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
+    parallel = store.rebuild_index()
+    assert parallel == serial
+    assert store.search("café zürich")["results"][0]["id"].startswith("9c1e44f0")

@@ -59,6 +59,12 @@ class MemoryStore:
         self.index = Index(self.vault)
         self.clock = clock or system_clock
         self.last_sync: SyncReport | None = None
+        # Long-lived processes (MCP server) may skip re-scanning the vault for this many
+        # seconds after a scan; vaultmem's own writes are indexed at once either way.
+        self.freshness_ttl = 0.0
+        # Set by the CLI on a terminal: shown when a read has to (re)index many notes first.
+        self.progress: Progress | None = None
+        self._last_scan = float("-inf")
 
     # -- setup and freshness --------------------------------------------------------------
     def init(self) -> dict[str, Any]:
@@ -75,8 +81,17 @@ class MemoryStore:
 
     def sync(self, progress: Progress | None = None) -> SyncReport:
         """Pick up edits made outside vaultmem (Obsidian, sync clients) before a read."""
+        import time
+
         self.vault.require()
-        self.last_sync = self.index.sync(progress)
+        if self.freshness_ttl and time.monotonic() - self._last_scan < self.freshness_ttl:
+            return SyncReport()
+        self.last_sync = self.index.sync(progress or self.progress)
+        self._last_scan = time.monotonic()
+        if self.last_sync.status_mismatch:
+            from vaultmem import lifecycle
+
+            lifecycle.reconcile_statuses(self, self.last_sync.status_mismatch)
         return self.last_sync
 
     def close(self) -> None:
@@ -87,11 +102,9 @@ class MemoryStore:
 
     # -- scoring --------------------------------------------------------------------------
     def score_of(self, rec: Record, now: dt.datetime | None = None) -> float:
-        now = now or self.now()
-        return decay.score(
-            use_count=rec.use_count, last_used=rec.last_used_dt or now, strength=rec.strength,
-            now=now, settings=self.settings, memory_type=rec.memory_type, pinned=rec.pinned,
-        )
+        from vaultmem import lifecycle
+
+        return lifecycle.record_score(rec, now or self.now(), self.settings)
 
     # -- save -----------------------------------------------------------------------------
     def save(
@@ -133,7 +146,7 @@ class MemoryStore:
                 raise InvalidInput(f"meta value for {key!r} must be flat (text, number, list), not a map")
         secrets.check("\n".join([content, source or "", context or "", agent or "", *tags, *(entities or []),
                                   *(f"{k}={v}" for k, v in meta.items())]))
-        if dedupe:
+        if dedupe and self.settings.dedupe_on_save:
             duplicate = self.find_duplicate(content)
             if duplicate is not None:
                 rec, similarity = duplicate
@@ -307,6 +320,13 @@ class MemoryStore:
         return {"success": bool(memories) or not refs, "count": len(memories),
                 "memories": memories, "not_found": not_found}
 
+    def note_text(self, ref: str) -> dict[str, Any]:
+        """One memory note's markdown exactly as it is on disk (for MCP resource readers)."""
+        self.sync()
+        rec = self.resolve(ref)
+        text = self.vault.abs(rec.path).read_text(encoding="utf-8")
+        return {"success": True, "memory_id": rec.id, "path": rec.path, "text": text}
+
     # -- search -------------------------------------------------------------------------------
     def search(
         self,
@@ -317,8 +337,13 @@ class MemoryStore:
         window_days: float | None = None,
         min_score: float | None = None,
         status: str | None = None,
+        include_review_candidates: bool = True,
     ) -> dict[str, Any]:
-        """Every memory that matches, ranked by relevance blended with decay (`rank_score`)."""
+        """Every memory that matches, ranked by relevance blended with decay (`rank_score`).
+
+        With include_review_candidates, matches in the review danger zone ranked below
+        top_k are blended in (`review_candidate: true`), see lifecycle.blend_review_candidates.
+        """
         if not 1 <= top_k <= 100:
             raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
         if window_days is not None and window_days <= 0:
@@ -336,12 +361,19 @@ class MemoryStore:
         if len(text) > 2000:
             raise InvalidInput(f"query is {len(text)} characters; keep it under 2000")
         ranked = self._rank(text, statuses, tags, since, min_score, top_k, now)
+        from vaultmem import lifecycle
+
+        if include_review_candidates:
+            window = lifecycle.blend_review_candidates(ranked, top_k, self.settings)
+        else:
+            window = [(*r, False) for r in ranked[:top_k]]
         results = []
-        for rec, decay_score, relevance, _rank in ranked[:top_k]:
+        for rec, decay_score, relevance, _rank, is_review in window:
             item = self.memory_dict(rec, now)
             item["score"] = round(decay_score, 4)
             item["relevance"] = None if relevance is None else round(relevance, 4)
             item["similarity"] = None
+            item["review_candidate"] = is_review
             results.append(item)
         return {"success": True, "count": len(results), "results": results}
 
@@ -370,7 +402,7 @@ class MemoryStore:
         limit = max(self.settings.search_candidates, top_k * 5)
         while True:
             hits, complete = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
-                                            since=since, limit=limit)
+                                               limit=limit)
             if not hits:
                 return []
             best = hits[0][1] or 1.0
@@ -380,6 +412,8 @@ class MemoryStore:
                 rec = records.get(path)
                 if rec is None:
                     continue
+                if since is not None and (rec.last_used or 0) < since.timestamp():
+                    continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
                 s = self.score_of(rec, now)
                 if min_score is not None and s < min_score:
                     continue
@@ -387,7 +421,7 @@ class MemoryStore:
                 ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
             if len(ranked) >= top_k or complete:
                 break
-            limit *= 4  # the score filter dropped too many: widen the candidate set
+            limit *= 4  # the score or window filter dropped too many: widen the candidate set
         ranked.sort(key=lambda r: (-r[3], r[0].path))
         return ranked
 
@@ -399,8 +433,11 @@ class MemoryStore:
         now = self.now()
         old_score = self.score_of(rec, now)
 
+        from vaultmem import lifecycle
+
         def change(current: Record) -> dict[str, Any]:
             changes: dict[str, Any] = {"use_count": current.use_count + 1, "last_used": now}
+            changes.update(lifecycle.access_changes(current, now, self.settings))
             if boost_strength:
                 changes["strength"] = round(min(2.0, current.strength + 0.1), 3)
             return changes
@@ -453,6 +490,51 @@ class MemoryStore:
         assert updated is not None
         return updated
 
+    # -- lifecycle (logic in lifecycle.py) ---------------------------------------------------
+    def observe(self, refs: Sequence[str], context_tags: Sequence[str] = ()) -> dict[str, Any]:
+        """The seed's observe_memory_usage: reinforce memories used in a response."""
+        from vaultmem import lifecycle
+
+        return lifecycle.observe(self, refs, context_tags)
+
+    def gc(self, apply: bool = False, delete: bool = False, limit: int | None = None) -> dict[str, Any]:
+        """Archive (or trash) short-term memories under the forget threshold; preview by default."""
+        from vaultmem import lifecycle
+
+        return lifecycle.gc(self, apply=apply, delete=delete, limit=limit)
+
+    def promote(self, ref: str | None = None, auto: bool = False, apply: bool = True,
+                force: bool = False) -> dict[str, Any]:
+        """Move memories that meet the criteria from memory/stm/ to memory/ltm/."""
+        from vaultmem import lifecycle
+
+        return lifecycle.promote(self, ref, auto=auto, apply=apply, force=force)
+
+    def maintenance(self) -> dict[str, Any]:
+        """gc + promotion as `auto_gc` / `auto_promote` allow (the watcher calls this)."""
+        from vaultmem import lifecycle
+
+        return lifecycle.maintenance(self)
+
+    def search_unified(self, query: str | None = None, *, tags: Sequence[str] = (), limit: int = 10,
+                       stm_weight: float = 1.0, ltm_weight: float = 0.7, window_days: float | None = None,
+                       min_score: float | None = None, page: int = 1, page_size: int = 10,
+                       preview_length: int = 300, verbose: bool = False) -> dict[str, Any]:
+        """STM, LTM and the person's own notes in one ranking, deduplicated and paginated."""
+        from vaultmem import lifecycle
+
+        return lifecycle.search_unified(
+            self, query, tags=tags, limit=limit, stm_weight=stm_weight, ltm_weight=ltm_weight,
+            window_days=window_days, min_score=min_score, page=page, page_size=page_size,
+            preview_length=preview_length, verbose=verbose)
+
+    def decay_curve(self, days: Sequence[float] | None = None, use_count: int = 0,
+                    strength: float = 1.0) -> dict[str, Any]:
+        """One memory's score over time under every decay model (these settings)."""
+        from vaultmem import lifecycle
+
+        return lifecycle.decay_curve(self.settings, days or lifecycle.CURVE_DAYS, use_count, strength)
+
     # -- stats and index upkeep ---------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         self.sync()
@@ -481,6 +563,10 @@ class MemoryStore:
     def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
         self.vault.require()
         report = self.index.rebuild(progress)
+        if report.status_mismatch:
+            from vaultmem import lifecycle
+
+            lifecycle.reconcile_statuses(self, report.status_mismatch)
         indexed = report.added - len(report.malformed)
         return {
             "success": True,

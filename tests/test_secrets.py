@@ -104,3 +104,19 @@ def test_library_save_checks_context_and_meta_too(store):
     with pytest.raises(SecretBlocked):
         store.save("deploy notes", meta={"api_key": "AIzaKOO5KMOZPI_oVpbR2CDjlt1BC5Gco7fcopo"})
     assert list(store.vault.abs("memory/stm").glob("*.md")) == []
+
+
+def test_hand_written_notes_are_indexed_and_flagged_by_doctor(runner, vault_path):
+    note = vault_path / "Projects" / "Ops.md"
+    note.parent.mkdir()
+    note.write_text("# Ops\n\nThe old box:\nDB_PASSWORD=correcthorse9\n")
+    found = invoke(runner, "search", "box")
+    assert "No memories found." in found.output  # a person's note, indexed, not a memory
+    result = invoke(runner, "doctor")
+    assert result.exit_code == 1
+    assert result.output == ("credential? Projects/Ops.md:4: looks like password_assignment\n"
+                             "1 of 1 notes look like they hold a credential; move it to a password manager\n")
+    assert note.read_text().endswith("DB_PASSWORD=correcthorse9\n")  # never changed
+    note.write_text("# Ops\n\nUse the password manager.\n")
+    clean = invoke(runner, "doctor")
+    assert clean.exit_code == 0 and clean.output == "No credentials found in 1 notes\n"

@@ -322,15 +322,14 @@ def similarity(new: str, existing: str) -> float:
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
-def duplicate_query(content: str, max_terms: int = 32) -> str:
-    """An OR query of the content's distinct words (lower case, so never AND/OR/NOT)."""
-    seen: list[str] = []
-    for w in words(content):
-        if len(w) > 1 and w not in seen:
-            seen.append(w)
-        if len(seen) >= max_terms:
-            break
-    return " ".join(seen)
+def duplicate_query(content: str, max_terms: int = 8) -> str:
+    """A cheap candidate query: the content field OR its longest distinct words.
+
+    A near-identical memory shares almost every word, so its rarest (longest) few are
+    enough to bring it into the top hits; fewer terms on one field keep the lookup fast.
+    """
+    distinct = sorted({w for w in words(content) if len(w) > 2}, key=lambda w: (-len(w), w))
+    return " OR ".join(f"content:{w}" for w in distinct[:max_terms])
 
 
 _ENRICHERS: dict[tuple[Any, ...], Enricher] = {}

@@ -114,9 +114,9 @@ def test_hand_written_notes_are_indexed_and_flagged_by_doctor(runner, vault_path
     assert "No memories found." in found.output  # a person's note, indexed, not a memory
     result = invoke(runner, "doctor")
     assert result.exit_code == 1
-    assert result.output == ("credential? Projects/Ops.md:4: looks like password_assignment\n"
-                             "1 of 1 notes look like they hold a credential; move it to a password manager\n")
+    assert result.output == ("credential: Projects/Ops.md:4: looks like password_assignment; "
+                             "move the credential to a password manager\n1 problem found\n")
     assert note.read_text().endswith("DB_PASSWORD=correcthorse9\n")  # never changed
     note.write_text("# Ops\n\nUse the password manager.\n")
     clean = invoke(runner, "doctor")
-    assert clean.exit_code == 0 and clean.output == "No credentials found in 1 notes\n"
+    assert clean.exit_code == 0 and clean.output == "No problems found\n"

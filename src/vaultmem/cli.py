@@ -273,31 +273,6 @@ def analyze(message: str, recall: bool, vault: str | None, as_json: bool) -> Non
     click.echo(f"reasoning:   {result['reasoning']}")
 
 
-@cli.command()
-@vault_option
-@output_options
-@handle_errors
-def doctor(vault: str | None, as_json: bool) -> None:
-    """Flag notes that look like they hold a credential (nothing is changed). Exits 1 if any.
-
-    Only `save` refuses credentials; notes you write yourself are indexed as they are and
-    reported here, with the rule that matched and the line, never the secret itself.
-
-    \b
-    Example:
-      vaultmem doctor
-    """
-    result = _store(vault).secret_scan()
-    if as_json:
-        emit_json(result)
-    else:
-        for item in result["flagged"]:
-            click.echo(f"credential? {item['path']}:{item['line']}: looks like {item['kind']}")
-        click.echo(result["message"])
-    if result["flagged"]:
-        sys.exit(1)
-
-
 @cli.command(name="open")
 @click.argument("refs", nargs=-1, required=True)
 @click.option("--relations", is_flag=True, help="Also show outgoing and incoming relations.")
@@ -462,7 +437,7 @@ def backlinks(ref: str, vault: str | None, as_json: bool) -> None:
 @output_options
 @handle_errors
 def doctor(vault: str | None, as_json: bool) -> None:
-    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies.
+    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies, credentials.
 
     Exits 1 when it finds a problem.
 

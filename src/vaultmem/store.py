@@ -211,25 +211,6 @@ class MemoryStore:
 
         return get_enricher(self.vault.state_dir / "templates", self.settings.spacy_model)
 
-    def secret_scan(self) -> dict[str, Any]:
-        """Notes (memories and the person's own) holding something credential-like: flagged, never changed."""
-        self.sync()
-        flagged, scanned = [], 0
-        for rec in self.index.records("kind != 'malformed'"):
-            try:
-                text = self.vault.abs(rec.path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            scanned += 1
-            found = secrets.find_secret(text)
-            if found is not None:
-                flagged.append({"path": rec.path, "kind": found.kind,
-                                "line": text.count("\n", 0, found.start) + 1})
-        flagged.sort(key=lambda f: f["path"])
-        return {"success": True, "scanned": scanned, "flagged": flagged,
-                "message": (f"{len(flagged)} of {scanned} notes look like they hold a credential; "
-                            "move it to a password manager" if flagged else f"No credentials found in {scanned} notes")}
-
     # -- natural-language activation (activation.py) ---------------------------------------
     def analyze_message(self, message: str) -> dict[str, Any]:
         """Should this message be saved? (`should_save`, `confidence`, suggestions, reasoning)"""

@@ -328,3 +328,15 @@ def test_create_relation_open_memories_and_read_graph(server, store, vault_path)
                                                   "relation_type": "likes"})).endswith(
         "unknown relation type 'likes'; use one of related, causes, supports, contradicts, has_decision, "
         "consolidated_from")
+
+
+def test_save_memory_reports_blocked_secret_and_writes_nothing(server, vault_path):
+    secret = "AKIA6PYCDYBK155OXTZ7"
+    result = call(server, "save_memory", {"content": f"prod deploy key {secret}"})
+    data = ok(result)
+    assert data == {"success": False, "status": "blocked_secret", "error_code": "SECRET_BLOCKED",
+                    "kind": "aws_access_key",
+                    "message": "blocked: content looks like aws_access_key; remove the credential "
+                               "(keep it in a password manager) and save again"}
+    assert secret not in result.content[0].text
+    assert snapshot(vault_path) == {}

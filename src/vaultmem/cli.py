@@ -269,8 +269,9 @@ def analyze(message: str, recall: bool, vault: str | None, as_json: bool) -> Non
         click.echo(f"should_save: {str(result['should_save']).lower()} (confidence {result['confidence']:.2f})")
         click.echo(f"strength:    {result['suggested_strength']:g}")
         click.echo(f"tags:        {', '.join(result['suggested_tags']) or '-'}")
-    click.echo(f"entities:    {', '.join(result['suggested_entities']) or '-'}")
-    click.echo(f"reasoning:   {result['reasoning']}")
+    pad = 15 if recall else 13
+    click.echo(f"{'entities:':<{pad}}{', '.join(result['suggested_entities']) or '-'}")
+    click.echo(f"{'reasoning:':<{pad}}{result['reasoning']}")
 
 
 @cli.command(name="open")

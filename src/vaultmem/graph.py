@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from vaultmem import decay
+from vaultmem import decay, secrets
 from vaultmem import links as linkmod
 from vaultmem import note as notes
 from vaultmem.errors import InvalidInput, MalformedNote, NotFound
@@ -137,6 +137,8 @@ def relate(store: "MemoryStore", from_ref: str, to_ref: str, relation_type: str,
            strength: float = 1.0, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write `- type:: [[to]] (strength:: s) (k:: v)` into FROM's `## Relations` section."""
     meta = linkmod.validate_relation(relation_type, strength, metadata)
+    # Relation metadata is written into the note like content: refuse credentials the same way.
+    secrets.check("\n".join(f"{k}: {v}" for k, v in meta.items()))
     strength = float(strength)
     store.sync()
     src = store.resolve(from_ref)

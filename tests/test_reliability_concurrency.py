@@ -1,7 +1,7 @@
 """Four vaultmem processes and a person editing in Obsidian, all at once, on one vault.
 
 A `vaultmem mcp` server (driven over stdio by a client process making save_memory,
-touch_memory and search_memory calls) runs beside them. Each worker process runs a seeded mix of save, touch, relate, gc --apply, promote --auto,
+touch_memory and search_memory calls) and the `vaultmem watch` daemon run beside them. Each worker process runs a seeded mix of save, touch, relate, gc --apply, promote --auto,
 search and stats through the library (the same `MemoryStore` the CLI, watcher and MCP server
 call) and logs what succeeded. A fifth process imitates a person: it rewrites note bodies
 and adds tags, writing whole files the way an editor saves them. Afterwards:
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -163,6 +164,9 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
 
     tests_dir = str(Path(__file__).parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(vaultmem.__file__).parent.parent), tests_dir]))
+    # the watcher daemon syncs and runs maintenance while everything else writes
+    watcher = subprocess.Popen([sys.executable, "-m", "vaultmem", "watch", "--vault", str(vault)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(vault), str(w), str(OPS), tests_dir],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
              for w in range(WORKERS)]
@@ -171,6 +175,11 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
     procs.append(subprocess.Popen([sys.executable, "-c", PERSON, str(vault), "99", str(PERSON_EDITS), tests_dir],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True))
     outputs = [p.communicate(timeout=900) for p in procs]
+    assert watcher.poll() is None, watcher.communicate()[1][-2000:]  # it survived the whole run
+    watcher.send_signal(signal.SIGTERM)  # finishes the batch in hand, then exits
+    watcher_err = watcher.communicate(timeout=120)[1]
+    assert watcher.returncode == 0, watcher_err[-2000:]
+    assert "Traceback" not in watcher_err, watcher_err[-2000:]
     for proc, (out, err) in zip(procs, outputs):
         assert proc.returncode == 0, err
     logs = [json.loads(out) for out, _ in outputs[:WORKERS + 1]]  # the workers and the MCP client
@@ -217,7 +226,7 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
 
     status = check_after_next_command(vault)
     moved = sum(entry[1] for log in logs for entry in log if entry[0] in ("gc", "promote"))
-    report("concurrency", processes=WORKERS + 3, operations=(WORKERS + 1) * OPS,
+    report("concurrency", processes=WORKERS + 4, operations=(WORKERS + 1) * OPS,
            saves=len(saved), touches=sum(touches.values()), relations=len(relations), block_sets=len(block_sets), moves=moved, person_edits=len(person_log),
            notes_at_end=status["notes_on_disk"], files_lost=0, lost_updates=0)
     assert len(saved) > 0 and sum(touches.values()) > 0 and moved > 0

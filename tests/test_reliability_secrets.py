@@ -130,7 +130,22 @@ def test_no_secret_reaches_a_file_a_log_or_an_error(tmp_path):
     attempts += asyncio.run(main())
     outputs["mcp stderr"] = errlog.read_text()
     errlog.unlink()  # grepped as captured output below, not as a vault file
+    outputs["watch --once"] = _cli(vault, "watch", "--once")[1]
     hits = _grep(vault, outputs)
     assert hits == []
+
+    # A person's own note holding a credential is indexed (it is their vault) and flagged by
+    # doctor, but no command prints the credential: not doctor, not a sync, not search.
+    person_secret = "ghp_" + "P3rs0nW7rTt3nT0k3nQ9vW1yZ3aB5cD6eF0gH"
+    (vault / "Notes").mkdir()
+    (vault / "Notes" / "servers.md").write_text(f"# Servers\nThe CI token is {person_secret}\n", encoding="utf-8")
+    shown = {}
+    for args in (["doctor"], ["doctor", "--json"], ["index", "rebuild"], ["index", "status"], ["watch", "--once"],
+                 ["search", "CI token"], ["search", "CI token", "--json"], ["stats"]):
+        shown[" ".join(args)] = _cli(vault, *args)[1]
+    flagged = json.loads(shown["doctor --json"])
+    assert [p["path"] for p in flagged["problems"] if p["check"] == "credential"] == ["Notes/servers.md"]
+    leaked = [label for label, text in shown.items() if person_secret in text]
+    assert leaked == []
     report("secrets", secrets=len(SECRETS), attempts=attempts, files_grepped=sum(1 for p in vault.rglob("*")
                                                                                 if p.is_file()), hits=0)

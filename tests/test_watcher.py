@@ -466,3 +466,17 @@ def test_watch_once_applies_gc_when_configured(runner, vault_path, monkeypatch):
     assert data["maintenance"]["applied"] == {"gc": True, "promote": False}
     assert (vault_path / "memory/archive/old-22222222.md").is_file()
     assert data["message"].startswith("Synced 1 changed and 0 removed notes; maintenance: Archived 1 low-scoring")
+
+
+def test_ticking_a_review_box_in_obsidian_is_applied_by_the_watcher(vault_path, running, store, clock):
+    from test_consolidate import build  # the pipeline tests' data: two near-duplicates, ...
+
+    build(store, clock)
+    rel = store.pipeline_run()["review_note"]
+    path = vault_path / rel
+    text = path.read_text()
+    line = next(line for line in text.splitlines() if "%%vaultmem:merge:" in line)
+    running()
+    path.write_text(text.replace(line, line.replace("- [ ]", "- [x]", 1)))
+    wait_for(lambda: "%%vaultmem-done:merge:" in path.read_text(), what="the ticked merge applied")
+    assert path.read_text().count("%%vaultmem-done:") == 1

@@ -225,6 +225,7 @@ class MemoryStore:
         window_days: float | None = None,
         min_score: float | None = None,
         status: str | None = None,
+        mode: str | None = None,
     ) -> dict[str, Any]:
         """Every memory that matches, ranked by relevance blended with decay (`rank_score`)."""
         if not 1 <= top_k <= 100:

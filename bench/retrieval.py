@@ -146,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default="lexical",
                     help="Comma-separated search modes: lexical, semantic, hybrid (default: lexical).")
     ap.add_argument("--decay", default="on,off", help="on (default blend), off (relevance only) or both.")
+    ap.add_argument("--decay-weight", type=float, default=None,
+                    help="decay_weight for decay=on (default: the setting's default).")
     ap.add_argument("--limit", type=int, default=0, help="Only the first N conversations (0 = all).")
     ap.add_argument("--no-captions", action="store_true", help="Leave image captions out of the notes.")
     ap.add_argument("--by-category", action="store_true", help="Also print the per-category rows.")
@@ -164,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="vaultmem-bench-") as tmp:
         for n, sample in enumerate(data):
             store, path_to_dia, _now = build_vault(Path(tmp) / f"v{n}", sample, not args.no_captions)
-            default_weight = store.settings.decay_weight
+            default_weight = store.settings.decay_weight if args.decay_weight is None else args.decay_weight
             if any(m in ("semantic", "hybrid") for m in modes):
                 store.backfill_embeddings()
             for mode in modes:

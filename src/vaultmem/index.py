@@ -26,9 +26,11 @@ from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
-SEARCH_FIELDS = ("title", "content", "tags", "entities")
+SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
+PROPS_BOOST = 1.0
+_WORDY = re.compile(r"^(?=.*[^\W\d_])(?!\S*\d\S*$)")  # has a letter; not one token with digits (ids, dates)
 NOTE_PREVIEW_CHARS = 4000
 # BM25 with the Anserini/Lucene-for-IR defaults (k1 0.9, b 0.4): memories are short and
 # of very uneven length, and full length normalisation (b 0.75) punishes the long ones that
@@ -216,6 +218,7 @@ def _schema() -> Any:
         content=TEXT(analyzer=analyzer),
         tags=KEYWORD(lowercase=True, commas=True, scorable=True, field_boost=1.5),
         entities=TEXT(analyzer=analyzer, field_boost=1.3),
+        props=TEXT(analyzer=analyzer, field_boost=PROPS_BOOST),
         last_used=NUMERIC(int, bits=64, signed=True),
     )
 
@@ -235,6 +238,20 @@ def title_terms(rec: Record) -> str:
     return rec.title.replace("-", " ")
 
 
+def property_terms(rec: Record) -> str:
+    """Wordy text values of the properties vaultmem does not own (`speaker: Caroline`, `aliases`).
+
+    Identifiers, dates and numbers are left out: they are not what a person searches for
+    in words, and `D1:3` or `2023-05-08` would only add noise terms.
+    """
+    words: list[str] = []
+    for value in rec.props.values():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and len(item) <= 200 and _WORDY.match(item):
+                words.append(item)
+    return " ".join(words)
+
+
 def _document(rec: Record) -> dict[str, Any]:
     text = getattr(rec, "_full_text", rec.content)
     return {
@@ -246,6 +263,7 @@ def _document(rec: Record) -> dict[str, Any]:
         "content": text,
         "tags": ",".join(rec.tags),
         "entities": " ".join(rec.entities),
+        "props": property_terms(rec),
         "last_used": int(rec.last_used or 0),
     }
 

@@ -148,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decay", default="on,off", help="on (default blend), off (relevance only) or both.")
     ap.add_argument("--decay-weight", type=float, default=None,
                     help="decay_weight for decay=on (default: the setting's default).")
+    ap.add_argument("--fusion", choices=("rrf", "score"), default=None,
+                    help="Hybrid fusion method (default: the setting's, rrf).")
     ap.add_argument("--limit", type=int, default=0, help="Only the first N conversations (0 = all).")
     ap.add_argument("--no-captions", action="store_true", help="Leave image captions out of the notes.")
     ap.add_argument("--by-category", action="store_true", help="Also print the per-category rows.")
@@ -167,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         for n, sample in enumerate(data):
             store, path_to_dia, _now = build_vault(Path(tmp) / f"v{n}", sample, not args.no_captions)
             default_weight = store.settings.decay_weight if args.decay_weight is None else args.decay_weight
+            if args.fusion:
+                store.settings.hybrid_fusion = args.fusion
             if any(m in ("semantic", "hybrid") for m in modes):
                 store.backfill_embeddings()
             for mode in modes:

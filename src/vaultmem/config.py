@@ -47,6 +47,9 @@ class Settings:
     # search
     search_candidates: int = 100
     decay_weight: float = 0.3
+    embeddings: str = "auto"  # auto (when the extra is installed) | on | off
+    hybrid_fusion: str = "rrf"  # rrf | score
+    rrf_k: int = 60
     # robustness
     max_note_bytes: int = 5_000_000
 
@@ -56,7 +59,11 @@ class Settings:
             raise ConfigError(
                 f"decay_model {self.decay_model!r} is unknown; use one of {', '.join(DECAY_MODELS)}"
             )
-        positive = ("pl_alpha", "pl_halflife_days", "decay_lambda", "tc_lambda_fast",
+        if self.embeddings not in ("auto", "on", "off"):
+            raise ConfigError(f"embeddings must be auto, on or off, got {self.embeddings!r}")
+        if self.hybrid_fusion not in ("rrf", "score"):
+            raise ConfigError(f"hybrid_fusion must be rrf or score, got {self.hybrid_fusion!r}")
+        positive = ("rrf_k", "pl_alpha", "pl_halflife_days", "decay_lambda", "tc_lambda_fast",
                     "tc_lambda_slow", "search_candidates", "max_note_bytes")
         for name in positive:
             if getattr(self, name) <= 0:

@@ -172,7 +172,7 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
 
     Words are OR-ed (more matching words rank higher); use "quotes" for a phrase,
     AND/OR/NOT and parentheses for structure. With no query, lists memories by score.
-    --semantic ranks by meaning, --hybrid fuses both (reciprocal-rank fusion); both need
+    --semantic ranks by meaning, --hybrid fuses both (score fusion, see docs/retrieval.md); both need
     the embeddings extra (pip install "vaultmem[embeddings]").
 
     \b

@@ -48,7 +48,7 @@ class Settings:
     search_candidates: int = 100
     decay_weight: float = 0.3
     embeddings: str = "auto"  # auto (when the extra is installed) | on | off
-    hybrid_fusion: str = "rrf"  # rrf | score
+    hybrid_fusion: str = "score"  # score (0.5 BM25F/best + 0.5 cosine/best) | rrf
     rrf_k: int = 60
     # robustness
     max_note_bytes: int = 5_000_000

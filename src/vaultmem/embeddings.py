@@ -14,7 +14,9 @@ has no vectors never imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import importlib.util
 import os
 import sqlite3
@@ -91,9 +93,13 @@ def load_model() -> Any:
         require()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from sentence_transformers import SentenceTransformer
 
-        _model = SentenceTransformer(str(model_dir()), device="cpu")
+        with contextlib.redirect_stderr(io.StringIO()):  # transformers' "Loading weights" bar
+            _model = SentenceTransformer(str(model_dir()), device="cpu")
     return _model
 
 
@@ -106,6 +112,20 @@ def encode(texts: Sequence[str]) -> Any:
     vectors = load_model().encode(list(texts), batch_size=BATCH, normalize_embeddings=True,
                                   convert_to_numpy=True, show_progress_bar=False)
     return np.asarray(vectors, dtype=np.float32)
+
+
+_query_cache: dict[str, Any] = {}
+
+
+def encode_query(text: str) -> Any:
+    """A query's vector; the last 256 are kept (a long-lived process sees repeats)."""
+    vec = _query_cache.get(text)
+    if vec is None:
+        vec = encode([text])[0]
+        if len(_query_cache) >= 256:
+            _query_cache.pop(next(iter(_query_cache)))
+        _query_cache[text] = vec
+    return vec
 
 
 def embed_text(rec: "Record") -> str:
@@ -241,6 +261,6 @@ def similarities(query: str, records: Sequence["Record"], vectors: VectorStore) 
     wanted = [(r.path, row_of[r.id]) for r in records if r.id in row_of]
     if not wanted:
         return {}
-    q = encode([query])[0]
+    q = encode_query(query)
     sims = mat[np.fromiter((n for _, n in wanted), dtype=np.int64)] @ q
     return {path: float(s) for (path, _), s in zip(wanted, sims)}

@@ -50,16 +50,17 @@ def rank_score(relevance: float, decay_score: float, decay_weight: float) -> flo
     return relevance * ((1.0 - decay_weight) + decay_weight * freshness)
 
 
-def fuse(lexical: Mapping[str, float], semantic: Mapping[str, float], mode: str, method: str = "rrf",
+def fuse(lexical: Mapping[str, float], semantic: Mapping[str, float], mode: str, method: str = "score",
          rrf_k: int = 60, depth: int = 100) -> dict[str, float]:
     """One relevance in 0..1 per path from the lexical and the semantic rankings.
 
     semantic: cosine similarity / the best one (top `depth` only), so the top hit is 1.0 as
       with BM25F and the decay blend sees the same scale in every mode.
-    hybrid, rrf (default): sum over both lists of 1 / (rrf_k + rank), rank from 1, over the
+    hybrid, score (default; LoCoMo dev recall@5 55.3 vs 45.3 for rrf with MiniLM, whose
+      ranking is much weaker than BM25F's there and drags RRF's equal votes down):
+      0.5 * BM25F / best BM25F + 0.5 * cosine / best cosine, for paths in either top list.
+    hybrid, rrf: sum over both lists of 1 / (rrf_k + rank), rank from 1, over the
       top `depth` of each list, divided by the best sum, so the top hit is 1.0.
-    hybrid, score: 0.5 * BM25F / best BM25F + 0.5 * cosine / best cosine, for paths in
-      either top list.
     """
     top_sem = sorted(semantic.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
     if mode == "semantic":

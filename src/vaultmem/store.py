@@ -184,7 +184,7 @@ class MemoryStore:
         rel = f"{folder}/{name}"
         self.vault.create_exclusive(self.vault.abs(rel), text)
         self.index.refresh([rel])
-        has_embedding = self._embed_paths([rel])
+        has_embedding = self.embed_paths([rel])
         return {
             "success": True,
             "memory_id": memory.id,
@@ -194,7 +194,7 @@ class MemoryStore:
             "enrichment_applied": False,
         }
 
-    def _embed_paths(self, paths: Sequence[str]) -> bool:
+    def embed_paths(self, paths: Sequence[str]) -> bool:
         """Refresh the vectors of notes vaultmem just wrote, when embeddings are enabled."""
         if not self.embeddings_enabled():
             return False
@@ -484,7 +484,7 @@ class MemoryStore:
             self.index.refresh([rec.path])
         updated = self.index.get(rec.path)
         if updated is not None and updated.content != rec.content and self.embeddings_enabled():
-            self._embed_paths([rec.path])
+            self.embed_paths([rec.path])
         assert updated is not None
         return updated
 

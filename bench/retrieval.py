@@ -117,7 +117,8 @@ def evaluate(store: Any, path_to_dia: dict[str, str], qa: list[dict[str, Any]], 
             continue
         t0 = time.perf_counter()
         try:
-            result = store.search(item["question"], top_k=kmax, mode=mode)["results"]
+            result = store.search(item["question"], top_k=kmax, mode=mode,
+                                  include_review_candidates=False)["results"]
         except VaultmemError:
             result = []
         times.append(time.perf_counter() - t0)

@@ -331,3 +331,41 @@ def test_two_saves_in_the_same_second_get_distinct_files(store, vault_path):
     b = store.save("same words")
     assert a["path"] != b["path"]
     assert len(list((vault_path / "memory/stm").glob("same-words-*.md"))) == 2
+
+
+def test_a_note_with_every_query_word_beats_a_short_note_with_some(store):
+    store.save("The team moved encryption from Vault to KMS")
+    target = store.save("Dmitri and Pedro approved the plan; ticket 127 tracks the GitLab encryption. "
+                        "The team moved pricing from Snowflake to GitLab; Jonas says p95 halved.")["memory_id"]
+    assert store.search("Jonas moved encryption")["results"][0]["id"] == target
+
+
+def test_file_name_words_of_a_memory_are_not_counted_twice(store, vault_path):
+    plain = store.save("Kafka retention is seven days for the audit topic")["memory_id"]
+    store.save("Retention of Kafka audit data is seven days per policy")
+    rec = store.resolve(plain)
+    from vaultmem.index import _document
+
+    assert _document(rec)["title"] == ""
+
+
+def test_freshness_ttl_skips_rescans_but_not_own_writes(store, vault_path):
+    store.freshness_ttl = 3600
+    store.sync()
+    (vault_path / "memory/stm/by-hand.md").write_text("typed in Obsidian just now\n")
+    assert store.search("obsidian")["count"] == 0  # within the TTL: not rescanned yet
+    mid = store.save("saved through vaultmem")["memory_id"]
+    assert store.search("saved")["results"][0]["id"] == mid
+    store.freshness_ttl = 0.0
+    assert store.search("obsidian")["count"] == 1
+
+
+def test_parallel_rebuild_indexes_the_same_notes(sample_vault, clock, monkeypatch):
+    import vaultmem.index as index_module
+
+    store = MemoryStore(sample_vault, clock=clock)
+    serial = store.rebuild_index()
+    monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
+    parallel = store.rebuild_index()
+    assert parallel == serial
+    assert store.search("café zürich")["results"][0]["id"].startswith("9c1e44f0")

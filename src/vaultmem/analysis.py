@@ -45,7 +45,12 @@ class PossessiveFilter(Filter):
             yield t
 
 
-def analyzer() -> Any:
+def analyzer(search: bool = True) -> Any:
+    """The search analyzer; `search=False` is the original chain (Whoosh's short stop list,
+    no possessive filter) that consolidation's similarity thresholds were tuned on."""
+    if not search:
+        return (RegexTokenizer(r"\w+(?:['\u2019]\w+)*") | LowercaseFilter() | StopFilter(minsize=1)
+                | StemFilter(cachesize=50000))
     chain = RegexTokenizer(r"\w+(?:['\u2019]\w+)*") | PossessiveFilter() | LowercaseFilter()
     if STOPPING:
         chain = chain | StopFilter(stoplist=STOP_WORDS, minsize=1)

@@ -17,13 +17,15 @@ from vaultmem import __version__
 from vaultmem.errors import VaultmemError
 
 
-def _store(vault: str | None) -> Any:
+def _store(vault: str | None, quiet: bool = False) -> Any:
     from vaultmem.config import load_settings, resolve_vault
     from vaultmem.store import MemoryStore
     from vaultmem.timeutil import env_clock
 
     root = resolve_vault(vault)
-    return MemoryStore(root, settings=load_settings(root), clock=env_clock())
+    store = MemoryStore(root, settings=load_settings(root), clock=env_clock())
+    store.progress = progress_for(quiet)  # only on a terminal; a pipe or --quiet stays quiet
+    return store
 
 
 def vault_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,6 +67,9 @@ def progress_for(quiet: bool) -> Callable[[Iterable[str], int], Iterator[str]] |
         return None
 
     def run(items: Iterable[str], length: int) -> Iterator[str]:
+        if length < 500:  # a handful of changed notes: no bar flashing by
+            yield from items
+            return
         with click.progressbar(items, length=length, label="Indexing notes", file=sys.stderr) as bar:
             yield from bar
 
@@ -156,6 +161,20 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 @click.option("--min-score", type=click.FloatRange(min=0), help="Minimum decay score.")
 @click.option("--status", type=click.Choice(["active", "promoted", "archived", "all"]),
               help="Lifecycle filter (default: active and promoted).")
+@click.option("--no-review", "no_review", is_flag=True,
+              help="Do not blend in memories due for review (danger zone 0.15-0.35).")
+@click.option("--unified", is_flag=True, help="Search STM, LTM and your own vault notes in one ranking.")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True,
+              help="--unified: results before pagination.")
+@click.option("--stm-weight", type=click.FloatRange(0.0, 2.0), default=1.0, show_default=True,
+              help="--unified: weight of short-term memories.")
+@click.option("--ltm-weight", type=click.FloatRange(0.0, 2.0), default=0.7, show_default=True,
+              help="--unified: weight of long-term memories and vault notes.")
+@click.option("--page", type=click.IntRange(min=1), default=1, show_default=True, help="--unified: page number.")
+@click.option("--page-size", type=click.IntRange(1, 100), default=10, show_default=True, help="--unified: results per page.")
+@click.option("--preview-length", type=click.IntRange(0, 5000), default=300, show_default=True,
+              help="--unified: characters of content shown (0 = all).")
+@click.option("--verbose", "-v", is_flag=True, help="--unified: show ids and paths.")
 @click.option("--lexical", "mode", flag_value="lexical", help="Words only (BM25F).")
 @click.option("--semantic", "mode", flag_value="semantic",
               help="Meaning only (embeddings; needs vaultmem[embeddings]).")
@@ -166,23 +185,38 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 @quiet_option
 @handle_errors
 def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | None,
-           min_score: float | None, status: str | None, mode: str | None, vault: str | None,
-           as_json: bool, quiet: bool) -> None:
+           min_score: float | None, status: str | None, no_review: bool, unified: bool, limit: int,
+           stm_weight: float, ltm_weight: float, page: int, page_size: int, preview_length: int,
+           verbose: bool, mode: str | None, vault: str | None, as_json: bool, quiet: bool) -> None:
     """Search memories: relevance blended with the decay score.
 
     Words are OR-ed (more matching words rank higher); use "quotes" for a phrase,
     AND/OR/NOT and parentheses for structure. With no query, lists memories by score.
+    Matches due for review are blended in and marked "review".
     --semantic ranks by meaning, --hybrid fuses both (score fusion, see docs/retrieval.md); both need
     the embeddings extra (pip install "vaultmem[embeddings]").
 
     \b
     Example:
       vaultmem search "authentication" --top-k 5 --tag auth
+      vaultmem search "architecture" --unified --page 2 --verbose
       vaultmem search "how do we log in to the API" --hybrid
     """
-    store = _store(vault)
+    store = _store(vault, quiet=quiet or as_json)
+    if unified:
+        result = store.search_unified(query, tags=tags, limit=limit, stm_weight=stm_weight,
+                                      ltm_weight=ltm_weight, window_days=window_days, min_score=min_score,
+                                      page=page, page_size=page_size, preview_length=preview_length,
+                                      verbose=verbose)
+        warn_malformed(store, quiet or as_json)
+        if as_json:
+            emit_json(result)
+        else:
+            click.echo(result["text"])
+        return
     result = store.search(query, tags=tags, top_k=top_k, window_days=window_days,
-                          min_score=min_score, status=status, mode=mode)
+                          min_score=min_score, status=status, include_review_candidates=not no_review,
+                          mode=mode)
     warn_malformed(store, quiet or as_json)
     if as_json:
         emit_json(result)
@@ -194,7 +228,8 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
         first_line = item["content"].splitlines()[0] if item["content"] else ""
         if len(first_line) > 100:
             first_line = first_line[:99] + "…"
-        click.echo(f"{n:>2}. [{item['score']:.2f}] {first_line}")
+        mark = " (review)" if item.get("review_candidate") else ""
+        click.echo(f"{n:>2}. [{item['score']:.2f}]{mark} {first_line}")
         tags_text = ", ".join(item["tags"]) or "-"
         click.echo(f"    {item['id'][:8]} · {item['status']} · tags: {tags_text} · "
                    f"used {item['use_count']}× · {item['age_days']:g} days old · {item['path']}")
@@ -232,19 +267,24 @@ def backfill_embeddings(limit: int | None, force: bool, dry_run: bool, vault: st
 
 @cli.command(name="open")
 @click.argument("refs", nargs=-1, required=True)
+@click.option("--relations", is_flag=True, help="Also show outgoing and incoming relations.")
+@click.option("--page", type=int, help="Page of the memories to show (1-indexed).")
+@click.option("--page-size", type=int, help="Memories per page (max 100).")
 @vault_option
 @output_options
 @handle_errors
-def open_(refs: tuple[str, ...], vault: str | None, as_json: bool) -> None:
+def open_(refs: tuple[str, ...], relations: bool, page: int | None, page_size: int | None,
+          vault: str | None, as_json: bool) -> None:
     """Show memories by id, 8-char short id or file name.
 
     \b
     Example:
       vaultmem open 7f3c2a1e
       vaultmem open use-jwt-tokens-for-authentication-in-all-7f3c2a1e
+      vaultmem open 7f3c2a1e 1a2b3c4d --relations --json
     """
     store = _store(vault)
-    result = store.open(list(refs))
+    result = store.open(list(refs), include_relations=relations, page=page, page_size=page_size)
     if as_json:
         emit_json(result)
     else:
@@ -260,9 +300,152 @@ def open_(refs: tuple[str, ...], vault: str | None, as_json: bool) -> None:
                 click.echo("entities: " + ", ".join(memory["entities"]))
             click.echo("")
             click.echo(memory["content"])
+            if "relations" in memory:
+                _echo_relations(memory["relations"])
     if result["not_found"]:
         raise click.ClickException(f"no memory matches {', '.join(map(repr, result['not_found']))}; "
                                    "check the id with `vaultmem search`")
+
+
+def _echo_relations(relations: dict[str, Any]) -> None:
+    click.echo("")
+    if not relations["outgoing"] and not relations["incoming"]:
+        click.echo("relations: none")
+    for rel in relations["outgoing"]:
+        where = rel["to_path"] or f"[[{rel['target']}]] (unresolved)"
+        click.echo(f"-> {rel['type']} {where}{_strength_text(rel['strength'])}")
+    for rel in relations["incoming"]:
+        click.echo(f"<- {rel['type']} from {rel['from_path']}{_strength_text(rel['strength'])}")
+
+
+def _strength_text(strength: float) -> str:
+    return "" if strength == 1.0 else f" (strength {strength:g})"
+
+
+@cli.command()
+@click.argument("from_ref", metavar="FROM")
+@click.argument("to_ref", metavar="TO")
+@click.option("--type", "relation_type", required=True,
+              help="related, causes, supports, contradicts, has_decision or consolidated_from.")
+@click.option("--strength", type=float, default=1.0, show_default=True, help="Relation strength 0.0-1.0.")
+@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Relation metadata (repeatable).")
+@vault_option
+@output_options
+@handle_errors
+def relate(from_ref: str, to_ref: str, relation_type: str, strength: float, meta: tuple[str, ...],
+           vault: str | None, as_json: bool) -> None:
+    """Relate two memories: writes `- TYPE:: [[TO]]` into FROM's ## Relations section.
+
+    \b
+    Example:
+      vaultmem relate 7f3c2a1e 1a2b3c4d --type supports --strength 0.9 --meta reason="same project"
+    """
+    from vaultmem.store import parse_meta
+
+    result = _store(vault).relate(from_ref, to_ref, relation_type, strength, parse_meta(meta))
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result["message"])
+
+
+@cli.command()
+@click.option("--status", type=click.Choice(["active", "promoted", "archived", "all"]),
+              help="Which memories to include (default: active; all with --canvas).")
+@click.option("--page", type=int, default=1, show_default=True, help="Page of memories (1-indexed).")
+@click.option("--page-size", type=int, default=10, show_default=True, help="Memories per page (max 100).")
+@click.option("--all-relations", is_flag=True,
+              help="List every relation in the filter, not only those touching this page's memories.")
+@click.option("--canvas", "canvas", type=click.Path(dir_okay=False),
+              help="Write the graph as an Obsidian canvas (JSON Canvas 1.0) to this .canvas file.")
+@click.option("--around", help="With --canvas: only this memory's neighbourhood.")
+@click.option("--depth", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="With --around: how many links away to go.")
+@vault_option
+@output_options
+@handle_errors
+def graph(status: str | None, page: int, page_size: int, all_relations: bool, canvas: str | None, around: str | None, depth: int,
+          vault: str | None, as_json: bool) -> None:
+    """The knowledge graph: memories by score, the relations between them, stats.
+
+    \b
+    Example:
+      vaultmem graph --status all --page 1 --page-size 20
+      vaultmem graph --canvas memory/graph.canvas --around 7f3c2a1e --depth 2
+    """
+    store = _store(vault)
+    if canvas is not None:
+        result = store.export_canvas(canvas, status=status or "all", around=around, depth=depth)
+        if as_json:
+            emit_json(result)
+        else:
+            click.echo(result["message"])
+        return
+    if around is not None:
+        raise click.UsageError("--around only works with --canvas")
+    result = store.read_graph(status or "active", page=page, page_size=page_size, all_relations=all_relations)
+    if as_json:
+        emit_json(result)
+        return
+    st, pg = result["stats"], result["pagination"]
+    click.echo(f"{st['total_memories']} memories ({st['status_filter']}) · {st['total_relations']} relations · "
+               f"avg score {st['avg_score']:.4f} · avg use {st['avg_use_count']:g} · "
+               f"page {pg['page']}/{pg['total_pages']}")
+    for memory in result["memories"]:
+        first = memory["content"].splitlines()[0] if memory["content"] else ""
+        click.echo(f"  [{memory['score']:.2f}] {memory['id'][:8]}  {first[:90]}")
+    if result["relations"]:
+        click.echo("relations:")
+        for rel in result["relations"]:
+            click.echo(f"  {rel['from'][:8]} --[{rel['type']}]--> {rel['to'][:8]}{_strength_text(rel['strength'])}")
+
+
+@cli.command()
+@click.argument("ref", metavar="ID")
+@vault_option
+@output_options
+@handle_errors
+def backlinks(ref: str, vault: str | None, as_json: bool) -> None:
+    """Which memories and which of your notes link to a memory.
+
+    \b
+    Example:
+      vaultmem backlinks 1a2b3c4d --json
+    """
+    result = _store(vault).backlinks(ref)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for label, key in (("memories", "memories"), ("your notes", "notes")):
+        if result[key]:
+            click.echo(f"{label}:")
+            for item in result[key]:
+                click.echo(f"  {item['path']}:{item['line']}  {item['type']}{_strength_text(item['strength'])}")
+
+
+@cli.command()
+@vault_option
+@output_options
+@handle_errors
+def doctor(vault: str | None, as_json: bool) -> None:
+    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies.
+
+    Exits 1 when it finds a problem.
+
+    \b
+    Example:
+      vaultmem doctor --json
+    """
+    result = _store(vault).doctor()
+    if as_json:
+        emit_json(result)
+    else:
+        for problem in result["problems"]:
+            click.echo(f"{problem['check']}: {problem['message']}")
+        click.echo(result["message"])
+    if not result["clean"]:
+        sys.exit(1)
 
 
 @cli.command()
@@ -284,6 +467,152 @@ def touch(ref: str, boost_strength: bool, vault: str | None, as_json: bool) -> N
     else:
         click.echo(f"{result['memory_id']}: score {result['old_score']:.4f} -> {result['new_score']:.4f} "
                    f"(used {result['use_count']}×, strength {result['strength']:g})")
+
+
+@cli.command()
+@click.argument("refs", nargs=-1, required=True)
+@click.option("--context-tag", "-c", "context_tags", multiple=True,
+              help="Tag of the current conversation (repeatable); little overlap = cross-domain use.")
+@vault_option
+@output_options
+@handle_errors
+def observe(refs: tuple[str, ...], context_tags: tuple[str, ...], vault: str | None, as_json: bool) -> None:
+    """Record that memories were used in a response (natural spaced repetition).
+
+    Each one is reinforced (use_count + 1, last_used = now) and its review_count grows;
+    used outside its usual tags (Jaccard < 0.3) it also gains strength + 0.05.
+
+    \b
+    Example:
+      vaultmem observe 7f3c2a1e 1a2b3c4d --context-tag api --context-tag backend
+    """
+    result = _store(vault).observe(list(refs), list(context_tags))
+    if as_json:
+        emit_json(result)
+        return
+    if not result["reinforced"] and "reason" in result:
+        click.echo(f"Not reinforced: {result['reason']}")
+        return
+    for item in result["results"]:
+        if item["status"] != "reinforced":
+            click.echo(f"{item['id']}: not found")
+            continue
+        cross = " · cross-domain" if item["cross_domain"] else ""
+        click.echo(f"{item['id']}: used {item['new_use_count']}× · reviewed {item['new_review_count']}× · "
+                   f"strength {item['strength']:g}{cross}")
+    click.echo(result["message"])
+    if not result["reinforced"]:
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--apply", is_flag=True, help="Move the memories (default: preview only).")
+@click.option("--delete", is_flag=True, help="Move them to the vault's .trash/ instead of memory/archive/.")
+@click.option("--limit", type=click.IntRange(1, 10_000), help="Process at most N memories (lowest score first).")
+@vault_option
+@output_options
+@handle_errors
+def gc(apply: bool, delete: bool, limit: int | None, vault: str | None, as_json: bool) -> None:
+    """Archive short-term memories whose score fell under the forget threshold (0.05).
+
+    Without --apply it only shows what would move. Nothing is ever unlinked: --delete
+    moves notes to .trash/ (Obsidian's soft delete).
+
+    \b
+    Example:
+      vaultmem gc
+      vaultmem gc --apply --limit 50
+    """
+    result = _store(vault).gc(apply=apply, delete=delete, limit=limit)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    if result["total_affected"]:
+        click.echo(f"score sum: {result['freed_score_sum']:.4f}")
+        shown = result["memory_ids"]
+        more = result["total_affected"] - len(shown)
+        click.echo("ids: " + ", ".join(i[:8] for i in shown) + (f" (+{more} more)" if more > 0 else ""))
+    for item in result["skipped"]:
+        click.echo(f"skipped {item['path']}: {item['reason']}")
+
+
+@cli.command()
+@click.argument("ref", required=False)
+@click.option("--auto", is_flag=True, help="Find every memory that meets the criteria.")
+@click.option("--apply/--dry-run", default=True, show_default=True, help="Move the notes, or only preview.")
+@click.option("--force", is_flag=True, help="Promote REF even if it does not meet the criteria.")
+@vault_option
+@output_options
+@handle_errors
+def promote(ref: str | None, auto: bool, apply: bool, force: bool, vault: str | None, as_json: bool) -> None:
+    """Promote memories to long-term: move memory/stm/ -> memory/ltm/ (status: promoted).
+
+    Criteria: score >= 0.65 after at least one use, or 5 uses within 14 days.
+    The file name stays, so every [[wikilink]] to it still resolves.
+
+    \b
+    Example:
+      vaultmem promote --auto --dry-run
+      vaultmem promote 7f3c2a1e --force
+    """
+    result = _store(vault).promote(ref, auto=auto, apply=apply, force=force)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for c in result["candidates"]:
+        click.echo(f"  {c['id'][:8]} [{c['score']:.2f}] used {c['use_count']}× · {c['age_days']:g} days · "
+                   f"{c['reason']} · {c['content_preview']}")
+    for item in result["skipped"]:
+        click.echo(f"skipped {item['path']}: {item['reason']}")
+
+
+@cli.command(name="decay-curve")
+@click.option("--use-count", type=click.IntRange(min=0), default=0, show_default=True, help="Uses of the memory.")
+@click.option("--strength", type=click.FloatRange(0.0, 2.0), default=1.0, show_default=True, help="Its strength.")
+@vault_option
+@output_options
+@handle_errors
+def decay_curve(use_count: int, strength: float, vault: str | None, as_json: bool) -> None:
+    """One memory's score over 30 days under each decay model (your settings).
+
+    \b
+    Example:
+      vaultmem decay-curve --use-count 2
+    """
+    from vaultmem.config import load_settings, resolve_vault
+    from vaultmem.lifecycle import decay_curve as curve
+
+    root = resolve_vault(vault)
+    result = curve(load_settings(root if root.is_dir() else None), use_count=use_count, strength=strength)
+    if as_json:
+        emit_json(result)
+        return
+    models = result["models"]
+    click.echo("| day | " + " | ".join(models) + " |")
+    click.echo("|---:|" + "---:|" * len(models))
+    for row in result["rows"]:
+        click.echo(f"| {row['day']:g} | " + " | ".join(f"{row[m]:.4f}" for m in models) + " |")
+
+
+@cli.command()
+@vault_option
+@output_options
+@handle_errors
+def maintain(vault: str | None, as_json: bool) -> None:
+    """One maintenance pass: gc and promotion, applied only if auto_gc / auto_promote are on.
+
+    \b
+    Example:
+      VAULTMEM_AUTO_GC=true vaultmem maintain
+    """
+    result = _store(vault).maintenance()
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"gc ({'applied' if result['applied']['gc'] else 'preview'}): {result['gc']['message']}")
+    click.echo(f"promote ({'applied' if result['applied']['promote'] else 'preview'}): {result['promote']['message']}")
 
 
 @cli.command()
@@ -311,6 +640,33 @@ def stats(vault: str | None, as_json: bool) -> None:
     click.echo(f"average use:      {result['avg_use_count']:g}")
     click.echo(f"below forget threshold: {result['below_forget_threshold']}")
     click.echo(f"index size:       {result['index_bytes'] / 1024:.0f} KiB")
+
+
+@cli.command()
+@vault_option
+@output_options
+@handle_errors
+def config(vault: str | None, as_json: bool) -> None:
+    """Show every setting, its effective value and where it came from.
+
+    Set them in <vault>/.vaultmem/config.yaml (`name: value`) or as VAULTMEM_<NAME>
+    environment variables (CortexGraph's CORTEXGRAPH_* names work too).
+
+    \b
+    Example:
+      vaultmem config
+      VAULTMEM_DECAY_MODEL=exponential vaultmem config --json
+    """
+    from vaultmem.config import describe_settings, resolve_vault
+
+    root = resolve_vault(vault)
+    result = describe_settings(root)
+    if as_json:
+        emit_json({"success": True, "vault": str(root), "settings": result})
+        return
+    width = max(len(name) for name in result)
+    for name, item in result.items():
+        click.echo(f"{name:<{width}}  {item['value']!s:<12}  ({item['source']})")
 
 
 @cli.group()
@@ -366,6 +722,183 @@ def index_status(vault: str | None, as_json: bool) -> None:
         click.echo(result["message"])
     if not result["clean"]:
         sys.exit(1)
+
+
+@cli.command()
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
+              help="Similarity that links two memories into a cluster.")
+@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,
+              help="Largest cluster to form.")
+@click.option("--duplicates", is_flag=True, help="List likely duplicate pairs instead of clusters.")
+@click.option("--duplicate-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.88,
+              show_default=True, help="Similarity for a duplicate pair.")
+@vault_option
+@output_options
+@handle_errors
+def cluster(threshold: float, max_cluster_size: int, duplicates: bool, duplicate_threshold: float,
+            vault: str | None, as_json: bool) -> None:
+    """Group similar memories (TF-IDF cosine) or find duplicates. Ids are stable.
+
+    \b
+    Example:
+      vaultmem cluster --threshold 0.8
+      vaultmem cluster --duplicates --duplicate-threshold 0.9 --json
+    """
+    result = _store(vault).cluster(threshold=threshold, max_cluster_size=max_cluster_size,
+                                   find_duplicates=duplicates, duplicate_threshold=duplicate_threshold)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for item in result.get("clusters", []):
+        click.echo(f"{item['id']}  size {item['size']}  cohesion {item['cohesion']:.2f}  {item['suggested_action']}")
+        for mid, text in zip(item["memory_ids"], item["content_previews"]):
+            click.echo(f"  {mid[:8]}  {text}")
+    for item in result.get("duplicates", []):
+        click.echo(f"{item['similarity']:.2f}  {item['id1'][:8]} {item['content1_preview']}")
+        click.echo(f"      {item['id2'][:8]} {item['content2_preview']}")
+
+
+@cli.command()
+@click.option("--cluster", "cluster_id", help="Cluster id from `vaultmem cluster`.")
+@click.option("--auto", "auto_detect", is_flag=True, help="Every cluster with cohesion >= --cohesion-threshold.")
+@click.option("--mode", type=click.Choice(["preview", "apply", "link"]), default="preview", show_default=True,
+              help="preview: show the merge; apply: merge and archive originals; link: related relations.")
+@click.option("--cohesion-threshold", type=click.FloatRange(0, 1), default=0.75, show_default=True,
+              help="Minimum cohesion to merge (and to pick clusters with --auto).")
+@click.option("--deep", is_flag=True, help="Mnemosyne's four phases: contradictions, near-duplicates, "
+              "promotion, demotion (applies changes).")
+@click.option("--batch", type=click.IntRange(1, 1000), default=100, show_default=True,
+              help="With --deep: memories to examine (most recently used first).")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
+              help="Clustering threshold (use the one you passed to `vaultmem cluster`).")
+@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,
+              help="Clustering size cap (as for `vaultmem cluster`).")
+@vault_option
+@output_options
+@handle_errors
+def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_threshold: float, deep: bool,
+                batch: int, threshold: float, max_cluster_size: int, vault: str | None, as_json: bool) -> None:
+    """Merge or link similar memories; originals are archived, never deleted.
+
+    \b
+    Example:
+      vaultmem consolidate --auto --mode preview
+      vaultmem consolidate --cluster cluster-3f2a9c1b7d4e --mode apply
+      vaultmem consolidate --deep --batch 500
+    """
+    if deep:
+        if cluster_id or auto_detect:
+            raise click.UsageError("--deep runs on its own; drop --cluster/--auto")
+        report = _store(vault).deep_consolidate(batch=batch)
+        if as_json:
+            emit_json(report)
+            return
+        click.echo(f"Contradictions found: {report['contradictions']}")
+        click.echo(f"Duplicates merged:    {report['nearDuplicatesMerged']}")
+        click.echo(f"Popular promoted:     {report['popularPromoted']}")
+        click.echo(f"Stale demoted:        {report['staleDemoted']}")
+        click.echo(f"Processed {report['processedCount']} memories in {report['durationMs']}ms")
+        return
+    result = _store(vault).consolidate(cluster_id=cluster_id, mode=mode, auto_detect=auto_detect,
+                                       cohesion_threshold=cohesion_threshold, threshold=threshold,
+                                       max_cluster_size=max_cluster_size)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for item in result.get("previews", []):
+        click.echo(f"{item['cluster_id']}  {item['memory_count']} memories  cohesion {item['cohesion']:.2f}  "
+                   f"strength {item['calculated_strength']:g}")
+        click.echo(f"  tags: {', '.join(item['merged_tags']) or '-'}   entities: {', '.join(item['merged_entities']) or '-'}")
+        click.echo(f"  {item['merged_content_preview']}")
+    if mode == "apply":
+        for item in result.get("results", []):
+            click.echo(f"{item['cluster_id']}: new memory {item['new_path']}, archived {item['archived_count']}")
+
+
+@cli.group()
+def pipeline() -> None:
+    """The consolidation pipeline: proposals you approve in a review note."""
+
+
+@pipeline.command(name="run")
+@click.option("--agent", type=click.Choice(["decay", "cluster", "merge", "promote", "relations"]),
+              help="Run one stage only.")
+@click.option("--dry-run", is_flag=True, help="Show the proposals; write nothing.")
+@click.option("--scheduled", is_flag=True, help="Run only if the last run is older than --interval-hours.")
+@click.option("--interval-hours", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="With --scheduled: hours between runs.")
+@vault_option
+@output_options
+@handle_errors
+def pipeline_run(agent: str | None, dry_run: bool, scheduled: bool, interval_hours: float,
+                 vault: str | None, as_json: bool) -> None:
+    """Run decay -> cluster -> merge -> promote -> relations and file a review note.
+
+    \b
+    Example:
+      vaultmem pipeline run --dry-run
+      vaultmem pipeline run --scheduled --interval-hours 24
+    """
+    result = _store(vault).pipeline_run(agent=agent, dry_run=dry_run, scheduled=scheduled,
+                                        interval_hours=interval_hours)
+    if as_json:
+        emit_json(result)
+        return
+    if not result["skipped"]:
+        for stage in ("decay", "cluster", "merge", "promote", "relations"):
+            if stage in result:
+                extra = sum(1 for m in result[stage] if m.get("status") == "contradiction")
+                click.echo(f"{stage:<10} {len(result[stage])}" + (f" ({extra} contradiction{'s' if extra > 1 else ''}, not proposed)" if extra else ""))
+    click.echo(result["message"])
+
+
+@pipeline.command(name="apply-review")
+@click.argument("file", required=False)
+@vault_option
+@output_options
+@handle_errors
+def pipeline_apply_review(file: str | None, vault: str | None, as_json: bool) -> None:
+    """Carry out the proposals ticked in review notes (each once) and mark them done.
+
+    \b
+    Example:
+      vaultmem pipeline apply-review
+      vaultmem pipeline apply-review memory/reviews/2026-11-22.md
+    """
+    result = _store(vault).apply_review(file)
+    if as_json:
+        emit_json(result)
+    else:
+        for item in result["applied"]:
+            click.echo(f"applied {item['action']}: {', '.join(i[:8] for i in item['memory_ids'])}")
+        for item in result["failed"]:
+            click.echo(f"failed {item['action']}: {item['error']}")
+        click.echo(result["message"])
+    if result["failed"]:
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--read-only", is_flag=True, help="Register no tool that changes the vault (search/open only).")
+@vault_option
+@handle_errors
+def mcp(read_only: bool, vault: str | None) -> None:
+    """Run the MCP server over stdio (for Claude Desktop, Claude Code, Cursor).
+
+    stdout carries only protocol frames; logs go to stderr. See docs/mcp.md for client setup.
+
+    \b
+    Example:
+      vaultmem mcp --vault ~/Documents/vaultmem
+      claude mcp add vaultmem -- vaultmem mcp --vault ~/Documents/vaultmem
+    """
+    store = _store(vault, quiet=True)
+    store.vault.require()
+    from vaultmem.mcp_server import serve
+
+    serve(store, read_only=read_only)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ DEFAULT_VAULT = Path("~/Documents/vaultmem").expanduser()
 CONFIG_FILE = ".vaultmem/config.yaml"
 
 DECAY_MODELS = ("power_law", "exponential", "two_component", "actr")
+URGENCIES = ("critical", "important", "reference", "background")
 
 
 @dataclasses.dataclass
@@ -44,6 +45,31 @@ class Settings:
     promote_threshold: float = 0.65
     promote_use_count: int = 5
     promote_time_window_days: float = 14.0
+    # ACT-R activation (Mnemosyne): A = ln(sum t_j ** -d) + baseline, t_j in time units
+    actr_time_unit_s: float = 3600.0  # ages are counted in hours, at least one unit
+    actr_rate_critical: float = 0.3
+    actr_rate_important: float = 0.5
+    actr_rate_reference: float = 0.6
+    actr_rate_background: float = 0.8
+    actr_baseline_critical: float = 2.0
+    actr_baseline_important: float = 1.0
+    actr_baseline_reference: float = 0.0
+    actr_baseline_background: float = -1.0
+    actr_default_urgency: str = "reference"
+    actr_active_threshold: float = -2.0
+    actr_archive_threshold: float = -4.0
+    access_history_size: int = 10  # recent access times kept in a note's `access_times`
+    # reinforcement and review (natural spaced repetition)
+    auto_reinforce: bool = True
+    cross_domain_threshold: float = 0.3  # tag Jaccard below this = cross-domain use
+    cross_domain_boost: float = 0.05
+    review_danger_zone_min: float = 0.15
+    review_danger_zone_max: float = 0.35
+    review_blend_ratio: float = 0.3
+    # maintenance (the watcher runs it every maintenance_interval seconds)
+    auto_gc: bool = False
+    auto_promote: bool = False
+    maintenance_interval: float = 3600.0
     # search
     search_candidates: int = 100
     decay_weight: float = 0.3
@@ -52,6 +78,12 @@ class Settings:
     rrf_k: int = 60
     # robustness
     max_note_bytes: int = 5_000_000
+    # consolidation pipeline: review actions applied without review ("touch,relate"; empty = none)
+    pipeline_auto_apply: str = ""
+
+    @property
+    def pipeline_auto_apply_actions(self) -> tuple[str, ...]:
+        return tuple(a.strip() for a in self.pipeline_auto_apply.split(",") if a.strip())
 
     def validate(self) -> "Settings":
         """Raise ConfigError naming the first invalid value."""
@@ -64,17 +96,30 @@ class Settings:
         if self.hybrid_fusion not in ("rrf", "score"):
             raise ConfigError(f"hybrid_fusion must be rrf or score, got {self.hybrid_fusion!r}")
         positive = ("rrf_k", "pl_alpha", "pl_halflife_days", "decay_lambda", "tc_lambda_fast",
-                    "tc_lambda_slow", "search_candidates", "max_note_bytes")
+                    "tc_lambda_slow", "search_candidates", "max_note_bytes", "actr_time_unit_s",
+                    "actr_rate_critical", "actr_rate_important", "actr_rate_reference",
+                    "actr_rate_background", "access_history_size", "maintenance_interval")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be greater than 0, got {getattr(self, name)}")
-        for name in ("decay_weight", "tc_fast_weight"):
+        if self.actr_default_urgency not in URGENCIES:
+            raise ConfigError(f"actr_default_urgency {self.actr_default_urgency!r} is unknown; "
+                              f"use one of {', '.join(URGENCIES)}")
+        if self.actr_archive_threshold > self.actr_active_threshold:
+            raise ConfigError("actr_archive_threshold must not be above actr_active_threshold")
+        if not 0 <= self.review_danger_zone_min <= self.review_danger_zone_max:
+            raise ConfigError("review_danger_zone_min must be between 0 and review_danger_zone_max, "
+                              f"got {self.review_danger_zone_min} and {self.review_danger_zone_max}")
+        for name in ("decay_weight", "tc_fast_weight", "review_blend_ratio", "cross_domain_threshold"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         for name in ("stm_dir", "ltm_dir", "archive_dir", "blocks_dir", "sessions_dir", "reviews_dir"):
             value = getattr(self, name)
             if os.path.isabs(value) or ".." in Path(value).parts or not value.strip("/"):
                 raise ConfigError(f"{name} must be a folder inside the vault, got {value!r}")
+        unsafe = [a for a in self.pipeline_auto_apply_actions if a not in ("touch", "relate")]
+        if unsafe:
+            raise ConfigError(f"pipeline_auto_apply may list only the safe actions touch, relate; got {unsafe[0]!r}")
         return self
 
 
@@ -91,6 +136,14 @@ ENV_ALIASES = {
     "CORTEXGRAPH_PROMOTE_THRESHOLD": "promote_threshold",
     "CORTEXGRAPH_PROMOTE_USE_COUNT": "promote_use_count",
     "CORTEXGRAPH_PROMOTE_TIME_WINDOW": "promote_time_window_days",
+    "CORTEXGRAPH_TC_LAMBDA_FAST": "tc_lambda_fast",
+    "CORTEXGRAPH_TC_LAMBDA_SLOW": "tc_lambda_slow",
+    "CORTEXGRAPH_TC_WEIGHT_FAST": "tc_fast_weight",
+    "CORTEXGRAPH_AUTO_REINFORCE": "auto_reinforce",
+    "CORTEXGRAPH_REVIEW_BLEND_RATIO": "review_blend_ratio",
+    "CORTEXGRAPH_REVIEW_DANGER_ZONE_MIN": "review_danger_zone_min",
+    "CORTEXGRAPH_REVIEW_DANGER_ZONE_MAX": "review_danger_zone_max",
+    "CORTEXGRAPH_CONSOLIDATION_INTERVAL": "maintenance_interval",
 }
 
 
@@ -125,32 +178,52 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
     """Build the settings for one vault from every layer, validated."""
-    environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    if vault is not None:
-        path = vault / CONFIG_FILE
-        if path.is_file():
-            values.update(_read_config_file(path))
-    for env_name, name in ENV_ALIASES.items():
-        if env_name in environ:
-            values[name] = _coerce(name, environ[env_name], env_name)
-    for name in FIELDS:
-        env_name = "VAULTMEM_" + name.upper()
-        if env_name in environ:
-            values[name] = _coerce(name, environ[env_name], env_name)
-    for name, value in (overrides or {}).items():
-        if value is not None:
-            values[name] = _coerce(name, value, "command-line options")
+    values = {name: value for name, (value, _source) in _layers(vault, environ, overrides).items()}
     return Settings(**values).validate()
 
 
-def _read_config_file(path: Path) -> dict[str, Any]:
-    import yaml
+def describe_settings(vault: Path | None, environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Every setting's effective value and where it came from (for `vaultmem config`)."""
+    settings = load_settings(vault, environ)
+    layers = _layers(vault, environ, None)
+    return {name: {"value": getattr(settings, name), "source": layers.get(name, (None, "default"))[1]}
+            for name in FIELDS}
 
+
+def _layers(vault: Path | None, environ: Mapping[str, str] | None,
+            overrides: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
+    environ = os.environ if environ is None else environ
+    values: dict[str, tuple[Any, str]] = {}
+    if vault is not None:
+        path = vault / CONFIG_FILE
+        if path.is_file():
+            values.update((k, (v, CONFIG_FILE)) for k, v in _read_config_file(path).items())
+    for env_name, name in ENV_ALIASES.items():
+        if env_name in environ:
+            values[name] = (_coerce(name, environ[env_name], env_name), env_name)
+    for name in FIELDS:
+        env_name = "VAULTMEM_" + name.upper()
+        if env_name in environ:
+            values[name] = (_coerce(name, environ[env_name], env_name), env_name)
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            values[name] = (_coerce(name, value, "command-line options"), "command line")
+    return values
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
     origin = str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {origin}: {exc}; fix or delete the file") from None
+    if all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
+        return {}  # only comments (the file `vaultmem init` writes): skip importing yaml
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(f"cannot read {origin}: {first}; fix or delete the file") from None
     if data is None:
@@ -160,7 +233,11 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     result = {}
     for key, value in data.items():
         if key not in FIELDS:
-            raise ConfigError(f"unknown setting {key!r} in {origin}; see `vaultmem config` for the names")
+            import difflib
+
+            close = difflib.get_close_matches(str(key), list(FIELDS), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "README.md's Configuration section lists the names"
+            raise ConfigError(f"unknown setting {key!r} in {origin}; {hint}")
         result[key] = _coerce(key, value, origin)
     return result
 

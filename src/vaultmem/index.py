@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 import re
@@ -21,12 +22,13 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from vaultmem import links as linkmod
 from vaultmem import note as notes
 from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 3: links + aliases tables (graph); 4: props field, new analyzer (retrieval)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
 PROPS_BOOST = 1.0
@@ -83,7 +85,7 @@ class Record:
         return None if self.last_used is None else dt.datetime.fromtimestamp(self.last_used, UTC)
 
     def row(self) -> tuple[Any, ...]:
-        values = dataclasses.asdict(self)
+        values = {c: getattr(self, c) for c in _COLUMNS}  # dataclasses.asdict deep-copies: 4x slower
         values["tags"] = json.dumps(self.tags, ensure_ascii=False)
         values["entities"] = json.dumps(self.entities, ensure_ascii=False)
         values["props"] = json.dumps(self.props, ensure_ascii=False, default=_json_default)
@@ -116,6 +118,8 @@ class SyncReport:
     unchanged: int = 0
     malformed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     rebuilt: bool = False
+    # memories whose `status` property disagrees with their folder (moved by hand)
+    status_mismatch: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -157,6 +161,8 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     folder_status = vault.status_of(rel)
     kind = _kind_of(vault, rel, props)
     rec = Record(path=rel, mtime_ns=fingerprint[0], size=fingerprint[1], kind=kind, title=stem)
+    rec._links = linkmod.note_links(split.frontmatter, props, split.body, split.head.count("\n"))  # type: ignore[attr-defined]
+    rec._aliases = linkmod.aliases_of(props)  # type: ignore[attr-defined]
     if kind == "note":
         rec.content = split.body[:NOTE_PREVIEW_CHARS] if len(split.body) > NOTE_PREVIEW_CHARS else split.body
         rec.tags = [notes.normalise_tag(t) for t in notes.as_list(props.get("tags"))]
@@ -170,6 +176,7 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     memory = notes.memory_from_properties(props, split.body, rel, default_time)
     rec.id = memory.id
     rec.status = folder_status or memory.status
+    rec._declared_status = str(props.get("status") or "active")  # type: ignore[attr-defined]
     rec.content = memory.content
     rec.created = memory.created.timestamp()
     rec.last_used = memory.last_used.timestamp()
@@ -184,6 +191,12 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     rec.agent = memory.agent
     rec.props = memory.meta
     return rec
+
+
+def _note_mismatch(rec: Record, report: SyncReport) -> None:
+    declared = getattr(rec, "_declared_status", None)
+    if rec.kind == "memory" and declared is not None and declared != rec.status:
+        report.status_mismatch.append(rec.path)
 
 
 def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
@@ -206,7 +219,7 @@ def _analyzer() -> Any:
 
 
 def _schema() -> Any:
-    from whoosh.fields import ID, KEYWORD, NUMERIC, TEXT, Schema
+    from whoosh.fields import ID, KEYWORD, TEXT, Schema
 
     analyzer = _analyzer()
     return Schema(
@@ -219,7 +232,6 @@ def _schema() -> Any:
         tags=KEYWORD(lowercase=True, commas=True, scorable=True, field_boost=1.5),
         entities=TEXT(analyzer=analyzer, field_boost=1.3),
         props=TEXT(analyzer=analyzer, field_boost=PROPS_BOOST),
-        last_used=NUMERIC(int, bits=64, signed=True),
     )
 
 
@@ -264,7 +276,6 @@ def _document(rec: Record) -> dict[str, Any]:
         "tags": ",".join(rec.tags),
         "entities": " ".join(rec.entities),
         "props": property_terms(rec),
-        "last_used": int(rec.last_used or 0),
     }
 
 
@@ -277,6 +288,10 @@ class Index:
         self._db: sqlite3.Connection | None = None
         self._ix: Any = None
         self._opened_ino: int | None = None
+        self._search: Any = None
+        self._search_ix: Any = None
+        self._allowed_cache: dict[str, Any] = {}
+        self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
 
     # -- opening ----------------------------------------------------------------------------
     def _current_ino(self) -> int | None:
@@ -308,6 +323,11 @@ class Index:
         return self._ix
 
     def close(self) -> None:
+        if self._search is not None:
+            self._search.close()
+        self._search = self._search_ix = None
+        self._allowed_cache = {}
+        self._fingerprints = None
         if self._db is not None:
             self._db.close()
         self._db = None
@@ -316,11 +336,19 @@ class Index:
 
     # -- sync -----------------------------------------------------------------------------
     def fingerprints(self) -> dict[str, tuple[int, int]]:
-        return {p: (m, s) for p, m, s in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
+        """path -> (mtime_ns, size) as indexed; cached until any connection writes the catalog."""
+        db = self.db
+        version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
+        if self._fingerprints is None or self._fingerprints[0] != version:
+            rows = db.execute("SELECT path, mtime_ns, size FROM notes")
+            self._fingerprints = (version, {p: (m, s) for p, m, s in rows})
+        return self._fingerprints[1]
 
     def diff(self, on_disk: dict[str, tuple[int, int]]) -> tuple[list[str], list[str], list[str]]:
         """(new paths, changed paths, removed paths) between the disk and the catalog."""
         known = self.fingerprints()
+        if known == on_disk:  # the common case, compared in C
+            return [], [], []
         new = [p for p in on_disk if p not in known]
         changed = [p for p, fp in on_disk.items() if p in known and known[p] != fp]
         removed = [p for p in known if p not in on_disk]
@@ -381,6 +409,7 @@ class Index:
             records.append(rec)
             if rec.error:
                 report.malformed.append((rel, rec.error))
+            _note_mismatch(rec, report)
         writer = self.ix.writer(limitmb=128)
         try:
             for rel in removed:
@@ -399,6 +428,7 @@ class Index:
             db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})",
                            [r.row() for r in records])
+            linkmod.store_links(db, removed + [r.path for r in records], records)
 
     def rebuild(self, progress: Any = None) -> SyncReport:
         """Recreate the whole index from the notes alone."""
@@ -421,17 +451,22 @@ class Index:
         writer = ix.writer(limitmb=256)
         rows = []
         paths = sorted(on_disk)
-        iterator = progress(paths, len(paths)) if progress and paths else paths
-        for rel in iterator:
-            rec = read_record(self.vault, rel, on_disk[rel])
+        records = self._read_all(paths, on_disk)
+        parsed: list[Record] = []  # kept for their links (records is a one-pass generator)
+        iterator = progress(records, len(paths)) if progress and paths else records
+        for rec in iterator:
+            parsed.append(rec)
+            rel = rec.path
             if rec.error:
                 report.malformed.append((rel, rec.error))
             else:
                 writer.add_document(**_document(rec))
+            _note_mismatch(rec, report)
             rows.append(rec.row())
         writer.commit()
         with db:
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
+            linkmod.store_links(db, [], parsed, full=True)
         db.close()
         self.close()
         if self.dir.exists():
@@ -440,6 +475,29 @@ class Index:
         shutil.rmtree(old, ignore_errors=True)
         report.added = len(rows)
         return report
+
+    def _read_all(self, paths: list[str], on_disk: dict[str, tuple[int, int]]) -> Iterator[Record]:
+        """Parse notes in order; big vaults parse in worker processes while Whoosh indexes here."""
+        import sys
+        import threading
+
+        workers = min(4, (os.cpu_count() or 1) - 1)
+        # fork is cheap and needs no importable __main__, but is only safe single-threaded on
+        # Linux; elsewhere (threaded servers, macOS) parse here, serially.
+        parallel = (len(paths) >= PARALLEL_PARSE_MIN and workers >= 1 and sys.platform == "linux"
+                    and threading.active_count() == 1)
+        if not parallel:
+            for rel in paths:
+                yield read_record(self.vault, rel, on_disk[rel])
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        chunks = [[(rel, on_disk[rel]) for rel in paths[i:i + 250]] for i in range(0, len(paths), 250)]
+        jobs = ((self.vault.root, self.vault.settings, chunk) for chunk in chunks)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            for batch in pool.map(_read_chunk, jobs):
+                yield from batch
 
     # -- reading ----------------------------------------------------------------------------
     def get(self, path: str) -> Record | None:
@@ -461,32 +519,63 @@ class Index:
         return self.db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
 
     def search(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
-               tags: Sequence[str] = (), since: dt.datetime | None = None,
-               limit: int = 100) -> tuple[list[tuple[str, float]], int]:
-        """BM25F matches as (path, relevance), best first, and how many documents matched."""
+               tags: Sequence[str] = (),
+               limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
+        """BM25F matches as (path, relevance), best first, and whether that is every match."""
         from whoosh import query as Q
         from whoosh.qparser import MultifieldParser, OrGroup
 
         _check_syntax(text)
-        text = natural_query(text)
         ix = self.ix
+        text = natural_query(text)
         group = OrGroup.factory(COORDINATION) if COORDINATION else OrGroup
         parser = MultifieldParser(list(SEARCH_FIELDS), ix.schema, group=group, fieldboosts=FIELD_BOOSTS)
         parsed = parser.parse(text)
         if parsed is Q.NullQuery:
             return [], 0
-        filters: list[Any] = [Q.Or([Q.Term("kind", k) for k in kinds])]
+        filters: list[Any] = [_any_of("kind", kinds)]
         if statuses:
-            filters.append(Q.Or([Q.Term("status", s) for s in statuses]))
+            filters.append(_any_of("status", statuses))
         if tags:
-            filters.append(Q.Or([Q.Term("tags", t.lower()) for t in tags]))
-        if since is not None:
-            filters.append(Q.NumericRange("last_used", int(since.timestamp()), None))
-        from whoosh.scoring import BM25F
+            filters.append(_any_of("tags", [t.lower() for t in tags]))
+        searcher = self._searcher()
+        allowed = self._allowed(searcher, filters)
+        if not allowed:
+            return [], True
+        hits = searcher.search(parsed, limit=limit, filter=allowed, terms=True)
+        stem = _stemmer()
+        wanted = {stem(t) for f, t in parsed.iter_all_terms() if f in SEARCH_FIELDS}
+        found = []
+        for hit in hits:
+            matched = {stem(t) for f, t in hit.matched_terms()} & wanted
+            found.append((hit["path"], coordinated(float(hit.score), len(matched), len(wanted))))
+        found.sort(key=lambda item: -item[1])
+        return found, len(found) < limit
 
-        with ix.searcher(weighting=BM25F(B=BM25_B, K1=BM25_K1)) as searcher:
-            hits = searcher.search(parsed, limit=limit, filter=Q.And(filters))
-            return [(hit["path"], float(hit.score)) for hit in hits], len(hits)
+    def _searcher(self) -> Any:
+        """One searcher per index generation, reopened when a writer (any process) committed."""
+        ix = self.ix
+        if self._search is None or self._search_ix is not ix:
+            self._search, self._search_ix, self._allowed_cache = ix.searcher(weighting=_weighting()), ix, {}
+        elif not self._search.up_to_date():
+            # A fresh searcher, not refresh(): whoosh3's refresh crashes when the old reader
+            # was an EmptyReader (an index with no segments yet).
+            self._search.close()
+            self._search, self._allowed_cache = ix.searcher(weighting=_weighting()), {}
+        return self._search
+
+    def _allowed(self, searcher: Any, filters: list[Any]) -> Any:
+        """The doc numbers passing the filters, cached per searcher (filters repeat a lot)."""
+        from whoosh import query as Q
+
+        key = repr(filters)
+        allowed = self._allowed_cache.get(key)
+        if allowed is None:
+            allowed = set(searcher.docs_for_query(filters[0] if len(filters) == 1 else Q.And(filters)))
+            if len(self._allowed_cache) > 64:
+                self._allowed_cache.clear()
+            self._allowed_cache[key] = allowed
+        return allowed
 
     def size_bytes(self) -> int:
         total = 0
@@ -495,6 +584,55 @@ class Index:
                 with contextlib.suppress(OSError):
                     total += os.path.getsize(os.path.join(folder, name))
         return total
+
+
+COORD_POWER = 2.0
+
+
+def _weighting() -> Any:
+    from whoosh.scoring import BM25F
+
+    return BM25F(B=BM25_B, K1=BM25_K1)
+
+
+def coordinated(bm25: float, matched_words: int, query_words: int) -> float:
+    """BM25F scaled by the share of the query's words a note contains: (m / n) ** 2.
+
+    Plain OR lets a short note with two of three words outrank the note with all three;
+    Whoosh's own coordination bonus is negligible when words are spread over four fields.
+    """
+    if query_words <= 1:
+        return bm25
+    return bm25 * (max(matched_words, 1) / query_words) ** COORD_POWER
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Callable[[Any], str]:
+    """Map a matched term (bytes or str, from any field) to its content-field form."""
+    analyzer = _analyzer()
+
+    @functools.lru_cache(maxsize=20000)
+    def stem(term: Any) -> str:
+        text = term.decode("utf-8", "replace") if isinstance(term, bytes) else str(term)
+        tokens = [t.text for t in analyzer(text)]
+        return tokens[0] if tokens else text.lower()
+
+    return stem
+
+
+PARALLEL_PARSE_MIN = 3000
+
+
+def _read_chunk(job: tuple[Path, Any, list[tuple[str, tuple[int, int]]]]) -> list[Record]:
+    root, settings, items = job
+    vault = Vault(root, settings)
+    return [read_record(vault, rel, fp) for rel, fp in items]
+
+
+def _any_of(field: str, values: Sequence[str]) -> Any:
+    from whoosh import query as Q
+
+    return Q.Term(field, values[0]) if len(values) == 1 else Q.Or([Q.Term(field, v) for v in values])
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -510,6 +648,17 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
     db.execute("CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+    # Each note's outgoing wikilinks as written, and the path each resolves to now (`dst`, NULL
+    # when unresolved); links.store_links re-resolves affected links on every sync.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS links (src TEXT, pos INTEGER, target TEXT, target_key TEXT,"
+        " subpath TEXT, alias TEXT, embed INTEGER, type TEXT, strength REAL, meta TEXT, line INTEGER,"
+        " dst TEXT, PRIMARY KEY (src, pos))"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS links_target ON links(target_key)")
+    db.execute("CREATE INDEX IF NOT EXISTS links_dst ON links(dst)")
+    db.execute("CREATE TABLE IF NOT EXISTS aliases (path TEXT, alias TEXT, PRIMARY KEY (path, alias))")
+    db.execute("CREATE INDEX IF NOT EXISTS aliases_alias ON aliases(alias)")
     version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if version is None:
         with db:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
 import math
 import re
@@ -112,7 +113,7 @@ def _top_key(line: str) -> str | None:
 # Writing: surgical edits of the frontmatter text
 
 
-_PLAIN_SAFE = re.compile(r"^[A-Za-z_\u00c0-\uffff][\w .,/@+()\u00c0-\uffff-]*$")
+_PLAIN_SAFE_PATTERN = r"^[A-Za-z0-9_\u00c0-\uffff][\w .,/@+()\u00c0-\uffff-]*$"
 _YAML_SPECIAL = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
 
 
@@ -128,6 +129,9 @@ def yaml_scalar(value: Any) -> str:
         if not math.isfinite(value):
             raise ValueError(f"cannot store {value!r} in a note")
         text = repr(round(value, 6))
+        if "e" in text and "." not in text.split("e")[0]:
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}.0e{exponent}"  # YAML 1.1 reads 1e-05 as text, 1.0e-05 as a float
         return text
     if isinstance(value, dt.datetime):
         return format_time(value)
@@ -135,22 +139,43 @@ def yaml_scalar(value: Any) -> str:
         return value.isoformat()
     text = str(value)
     if (
-        _PLAIN_SAFE.match(text)
+        _compiled("plain", _PLAIN_SAFE_PATTERN).match(text)
         and text.lower() not in _YAML_SPECIAL
         and not text.endswith((" ", ":"))
         and ": " not in text
         and " #" not in text
+        and _reads_back_as_text(text)
     ):
         return text
-    return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+    escaped = json.dumps(text, ensure_ascii=False)
+    return _compiled("nonprint", _NON_PRINTABLE_PATTERN).sub(lambda m: f"\\u{ord(m.group()):04x}", escaped)
 
 
 # Characters YAML forbids even inside quotes (plus ones readers treat specially): escape them.
-_NON_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]")
+_NON_PRINTABLE_PATTERN = ("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]")
+
+
+def _reads_back_as_text(text: str) -> bool:
+    """True when YAML reads `text` unquoted as that same string (not a number, date, bool)."""
+    import yaml
+
+    if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?|0[xo][0-9a-fA-F]+", text):
+        return False  # YAML 1.2 (Obsidian) reads these as numbers even where PyYAML does not
+    try:
+        return yaml.load(f"k: {text}\n", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) == {"k": text}
+    except yaml.YAMLError:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(_name: str, pattern: str) -> re.Pattern[str]:
+    """Compile the big Unicode classes on first write, not on every start-up."""
+    return re.compile(pattern)
 
 
 def yaml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z_][\w.-]*", key) else json.dumps(key, ensure_ascii=False)
+    plain = re.fullmatch(r"[A-Za-z_][\w.-]*", key) and key.lower() not in _YAML_SPECIAL
+    return key if plain else json.dumps(key, ensure_ascii=False)
 
 
 def render_property(key: str, value: Any, newline: str = "\n", flow: bool = False) -> str:

@@ -90,6 +90,12 @@ class MemoryStore:
         self.index = Index(self.vault)
         self.clock = clock or system_clock
         self.last_sync: SyncReport | None = None
+        # Long-lived processes (MCP server) may skip re-scanning the vault for this many
+        # seconds after a scan; vaultmem's own writes are indexed at once either way.
+        self.freshness_ttl = 0.0
+        # Set by the CLI on a terminal: shown when a read has to (re)index many notes first.
+        self.progress: Progress | None = None
+        self._last_scan = float("-inf")
         self._vectors: Any = None
 
     @property
@@ -121,8 +127,17 @@ class MemoryStore:
 
     def sync(self, progress: Progress | None = None) -> SyncReport:
         """Pick up edits made outside vaultmem (Obsidian, sync clients) before a read."""
+        import time
+
         self.vault.require()
-        self.last_sync = self.index.sync(progress)
+        if self.freshness_ttl and time.monotonic() - self._last_scan < self.freshness_ttl:
+            return SyncReport()
+        self.last_sync = self.index.sync(progress or self.progress)
+        self._last_scan = time.monotonic()
+        if self.last_sync.status_mismatch:
+            from vaultmem import lifecycle
+
+            lifecycle.reconcile_statuses(self, self.last_sync.status_mismatch)
         return self.last_sync
 
     def close(self) -> None:
@@ -135,11 +150,9 @@ class MemoryStore:
 
     # -- scoring --------------------------------------------------------------------------
     def score_of(self, rec: Record, now: dt.datetime | None = None) -> float:
-        now = now or self.now()
-        return decay.score(
-            use_count=rec.use_count, last_used=rec.last_used_dt or now, strength=rec.strength,
-            now=now, settings=self.settings, memory_type=rec.memory_type, pinned=rec.pinned,
-        )
+        from vaultmem import lifecycle
+
+        return lifecycle.record_score(rec, now or self.now(), self.settings)
 
     # -- save -----------------------------------------------------------------------------
     def save(
@@ -270,8 +283,18 @@ class MemoryStore:
             result["meta"] = rec.props
         return result
 
-    def open(self, refs: Sequence[str]) -> dict[str, Any]:
-        """Memories by id / short id / file name; unknown ones land in `not_found`."""
+    def open(self, refs: Sequence[str], *, include_relations: bool = False, include_scores: bool = True,
+             page: int | None = None, page_size: int | None = None) -> dict[str, Any]:
+        """Memories by id / short id / file name; unknown ones land in `not_found`.
+
+        With `include_relations` (or paging) this is the seed's open_memories: outgoing and
+        incoming relations per memory and a `pagination` block (`graph.open_memories`).
+        """
+        if include_relations or not include_scores or page is not None or page_size is not None:
+            from vaultmem import graph
+
+            return graph.open_memories(self, refs, include_relations=include_relations,
+                                       include_scores=include_scores, page=page, page_size=page_size)
         self.sync()
         memories, not_found = [], []
         now = self.now()
@@ -283,6 +306,49 @@ class MemoryStore:
         return {"success": bool(memories) or not refs, "count": len(memories),
                 "memories": memories, "not_found": not_found}
 
+    # -- graph (graph.py) ---------------------------------------------------------------------
+    def relate(self, from_ref: str, to_ref: str, relation_type: str, strength: float = 1.0,
+               metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The seed's create_relation: a typed line in FROM's `## Relations` section."""
+        from vaultmem import graph
+
+        return graph.relate(self, from_ref, to_ref, relation_type, strength, metadata)
+
+    def read_graph(self, status: str = "active", *, include_scores: bool = True, limit: int | None = None,
+                   page: int | None = None, page_size: int | None = None,
+                   all_relations: bool = False) -> dict[str, Any]:
+        """The seed's read_graph: memories, relations between them, stats, pagination."""
+        from vaultmem import graph
+
+        return graph.read_graph(self, status, include_scores=include_scores, limit=limit, page=page,
+                                page_size=page_size, all_relations=all_relations)
+
+    def backlinks(self, ref: str) -> dict[str, Any]:
+        """Memories and the person's notes that link to a memory."""
+        from vaultmem import graph
+
+        return graph.backlinks(self, ref)
+
+    def export_canvas(self, out: str | Path, *, status: str = "all", around: str | None = None,
+                      depth: int = 2) -> dict[str, Any]:
+        """Write the graph (or a memory's neighbourhood) as an Obsidian canvas."""
+        from vaultmem import graph
+
+        return graph.export_canvas(self, out, status=status, around=around, depth=depth)
+
+    def doctor(self) -> dict[str, Any]:
+        """Broken links, duplicate ids and names, malformed notes, sync-conflict copies."""
+        from vaultmem import doctor
+
+        return doctor.run(self)
+
+    def note_text(self, ref: str) -> dict[str, Any]:
+        """One memory note's markdown exactly as it is on disk (for MCP resource readers)."""
+        self.sync()
+        rec = self.resolve(ref)
+        text = self.vault.abs(rec.path).read_text(encoding="utf-8")
+        return {"success": True, "memory_id": rec.id, "path": rec.path, "text": text}
+
     # -- search -------------------------------------------------------------------------------
     def search(
         self,
@@ -293,9 +359,14 @@ class MemoryStore:
         window_days: float | None = None,
         min_score: float | None = None,
         status: str | None = None,
+        include_review_candidates: bool = True,
         mode: str | None = None,
     ) -> dict[str, Any]:
-        """Every memory that matches, ranked by relevance blended with decay (`rank_score`)."""
+        """Every memory that matches, ranked by relevance blended with decay (`rank_score`).
+
+        With include_review_candidates, matches in the review danger zone ranked below
+        top_k are blended in (`review_candidate: true`), see lifecycle.blend_review_candidates.
+        """
         if not 1 <= top_k <= 100:
             raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
         if window_days is not None and window_days <= 0:
@@ -313,16 +384,25 @@ class MemoryStore:
         if len(text) > 2000:
             raise InvalidInput(f"query is {len(text)} characters; keep it under 2000")
         mode = self.search_mode(mode, bool(text))
+        sims: dict[str, float] = {}
         if mode == "lexical":
             ranked = self._rank(text, statuses, tags, since, min_score, top_k, now)
         else:
-            ranked = self._rank_semantic(text, mode, statuses, tags, since, min_score, top_k, now)
+            ranked, sims = self._rank_semantic(text, mode, statuses, tags, since, min_score, top_k, now)
+        from vaultmem import lifecycle
+
+        if include_review_candidates:
+            window = lifecycle.blend_review_candidates(ranked, top_k, self.settings)
+        else:
+            window = [(*r, False) for r in ranked[:top_k]]
         results = []
-        for rec, decay_score, relevance, _rank, *similarity in ranked[:top_k]:
+        for rec, decay_score, relevance, _rank, is_review in window:
             item = self.memory_dict(rec, now)
             item["score"] = round(decay_score, 4)
             item["relevance"] = None if relevance is None else round(relevance, 4)
-            item["similarity"] = round(similarity[0], 4) if similarity and similarity[0] is not None else None
+            similarity = sims.get(rec.path)
+            item["similarity"] = None if similarity is None else round(similarity, 4)
+            item["review_candidate"] = is_review
             results.append(item)
         return {"success": True, "count": len(results), "mode": mode, "results": results}
 
@@ -371,8 +451,8 @@ class MemoryStore:
             return ranked
         limit = max(self.settings.search_candidates, top_k * 5)
         while True:
-            hits, total = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
-                                            since=since, limit=limit)
+            hits, complete = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
+                                               limit=limit)
             if not hits:
                 return []
             best = hits[0][1] or 1.0
@@ -382,21 +462,24 @@ class MemoryStore:
                 rec = records.get(path)
                 if rec is None:
                     continue
+                if since is not None and (rec.last_used or 0) < since.timestamp():
+                    continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
                 s = self.score_of(rec, now)
                 if min_score is not None and s < min_score:
                     continue
                 relevance = bm25 / best
                 ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
-            if len(ranked) >= top_k or total <= limit:
+            if len(ranked) >= top_k or complete:
                 break
-            limit *= 4  # the score filter dropped too many: widen the candidate set
+            limit *= 4  # the score or window filter dropped too many: widen the candidate set
         ranked.sort(key=lambda r: (-r[3], r[0].path))
         return ranked
 
     def _rank_semantic(self, text: str, mode: str, statuses: Sequence[str] | None, tags: Sequence[str],
                        since: dt.datetime | None, min_score: float | None, top_k: int,
-                       now: dt.datetime) -> list[tuple[Record, float, float | None, float, float | None]]:
-        """Semantic: cosine similarity. Hybrid: BM25F and cosine rankings fused (`fuse`)."""
+                       now: dt.datetime) -> tuple[list[tuple[Record, float, float | None, float]], dict[str, float]]:
+        """Semantic: cosine similarity. Hybrid: BM25F and cosine rankings fused (`fuse`).
+        Returns the ranking and each candidate's cosine similarity by path."""
         from vaultmem import embeddings
 
         candidates = self._filtered(statuses, tags, since)
@@ -420,9 +503,9 @@ class MemoryStore:
             s = self.score_of(rec, now)
             if min_score is not None and s < min_score:
                 continue
-            ranked.append((rec, s, relevance, rank_score(relevance, s, weight), sims.get(path)))
+            ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
         ranked.sort(key=lambda r: (-r[3], r[0].path))
-        return ranked
+        return ranked, sims
 
     # -- reinforcement ----------------------------------------------------------------------
     def touch(self, ref: str, boost_strength: bool = False) -> dict[str, Any]:
@@ -432,8 +515,11 @@ class MemoryStore:
         now = self.now()
         old_score = self.score_of(rec, now)
 
+        from vaultmem import lifecycle
+
         def change(current: Record) -> dict[str, Any]:
             changes: dict[str, Any] = {"use_count": current.use_count + 1, "last_used": now}
+            changes.update(lifecycle.access_changes(current, now, self.settings))
             if boost_strength:
                 changes["strength"] = round(min(2.0, current.strength + 0.1), 3)
             return changes
@@ -488,6 +574,87 @@ class MemoryStore:
         assert updated is not None
         return updated
 
+    # -- clustering and consolidation (logic in consolidate.py) -----------------------------
+    def cluster(self, threshold: float = 0.83, max_cluster_size: int = 12, find_duplicates: bool = False,
+                duplicate_threshold: float = 0.88) -> dict[str, Any]:
+        """Clusters of similar memories (stable ids), or likely duplicate pairs."""
+        from vaultmem import consolidate
+
+        return consolidate.cluster(self, threshold, max_cluster_size, find_duplicates, duplicate_threshold)
+
+    def consolidate(self, cluster_id: str | None = None, mode: str = "preview", auto_detect: bool = False,
+                    cohesion_threshold: float = 0.75, threshold: float = 0.83,
+                    max_cluster_size: int = 12) -> dict[str, Any]:
+        """Preview, merge (apply) or link a cluster, or every cluster above cohesion_threshold."""
+        from vaultmem import consolidate
+
+        return consolidate.consolidate(self, cluster_id, mode, auto_detect, cohesion_threshold,
+                                       threshold, max_cluster_size)
+
+    def deep_consolidate(self, batch: int = 100) -> dict[str, Any]:
+        """Mnemosyne's memory_consolidate: contradictions, near-duplicates, promotion, demotion."""
+        from vaultmem import consolidate
+
+        return consolidate.deep_consolidate(self, batch)
+
+    def pipeline_run(self, agent: str | None = None, dry_run: bool = False, scheduled: bool = False,
+                     interval_hours: float = 1.0) -> dict[str, Any]:
+        """The five-stage consolidation pipeline; proposals go to a review note."""
+        from vaultmem import pipeline
+
+        return pipeline.run(self, agent, dry_run, scheduled, interval_hours)
+
+    def apply_review(self, file: str | None = None) -> dict[str, Any]:
+        """Carry out the ticked proposals of review notes once and mark them done."""
+        from vaultmem import pipeline
+
+        return pipeline.apply_review(self, file)
+
+    # -- lifecycle (logic in lifecycle.py) ---------------------------------------------------
+    def observe(self, refs: Sequence[str], context_tags: Sequence[str] = ()) -> dict[str, Any]:
+        """The seed's observe_memory_usage: reinforce memories used in a response."""
+        from vaultmem import lifecycle
+
+        return lifecycle.observe(self, refs, context_tags)
+
+    def gc(self, apply: bool = False, delete: bool = False, limit: int | None = None) -> dict[str, Any]:
+        """Archive (or trash) short-term memories under the forget threshold; preview by default."""
+        from vaultmem import lifecycle
+
+        return lifecycle.gc(self, apply=apply, delete=delete, limit=limit)
+
+    def promote(self, ref: str | None = None, auto: bool = False, apply: bool = True,
+                force: bool = False) -> dict[str, Any]:
+        """Move memories that meet the criteria from memory/stm/ to memory/ltm/."""
+        from vaultmem import lifecycle
+
+        return lifecycle.promote(self, ref, auto=auto, apply=apply, force=force)
+
+    def maintenance(self) -> dict[str, Any]:
+        """gc + promotion as `auto_gc` / `auto_promote` allow (the watcher calls this)."""
+        from vaultmem import lifecycle
+
+        return lifecycle.maintenance(self)
+
+    def search_unified(self, query: str | None = None, *, tags: Sequence[str] = (), limit: int = 10,
+                       stm_weight: float = 1.0, ltm_weight: float = 0.7, window_days: float | None = None,
+                       min_score: float | None = None, page: int = 1, page_size: int = 10,
+                       preview_length: int = 300, verbose: bool = False) -> dict[str, Any]:
+        """STM, LTM and the person's own notes in one ranking, deduplicated and paginated."""
+        from vaultmem import lifecycle
+
+        return lifecycle.search_unified(
+            self, query, tags=tags, limit=limit, stm_weight=stm_weight, ltm_weight=ltm_weight,
+            window_days=window_days, min_score=min_score, page=page, page_size=page_size,
+            preview_length=preview_length, verbose=verbose)
+
+    def decay_curve(self, days: Sequence[float] | None = None, use_count: int = 0,
+                    strength: float = 1.0) -> dict[str, Any]:
+        """One memory's score over time under every decay model (these settings)."""
+        from vaultmem import lifecycle
+
+        return lifecycle.decay_curve(self.settings, days or lifecycle.CURVE_DAYS, use_count, strength)
+
     # -- stats and index upkeep ---------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         self.sync()
@@ -516,6 +683,10 @@ class MemoryStore:
     def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
         self.vault.require()
         report = self.index.rebuild(progress)
+        if report.status_mismatch:
+            from vaultmem import lifecycle
+
+            lifecycle.reconcile_statuses(self, report.status_mismatch)
         indexed = report.added - len(report.malformed)
         return {
             "success": True,

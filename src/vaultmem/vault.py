@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -142,6 +141,8 @@ class Vault:
     # -- writing --------------------------------------------------------------------------
     def write_text(self, path: Path, text: str) -> None:
         """Atomic write: a temp file in the same folder, fsync, then os.replace."""
+        import tempfile
+
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:60]}{TMP_MARK}", dir=path.parent)
         try:
@@ -161,6 +162,8 @@ class Vault:
 
     def create_exclusive(self, path: Path, text: str) -> None:
         """Write a new note, never replacing an existing file of that name."""
+        import tempfile
+
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:60]}{TMP_MARK}", dir=path.parent)
         try:

@@ -1,0 +1,138 @@
+"""`vaultmem mcp` as a real subprocess, driven by the SDK's stdio_client + ClientSession."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import NOW
+
+ALL_TOOLS = {"save_memory", "search_memory", "touch_memory", "open_memories", "backfill_embeddings",
+             "get_performance_metrics", "reset_performance_metrics", "read_graph", "create_relation"}
+
+
+def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "HOME": os.environ["HOME"],
+           "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault), *extra],
+                                   env=env)
+
+    async def main() -> Any:
+        with errlog.open("w") as err:
+            async with stdio_client(params, errlog=err) as (read, write):
+                async with ClientSession(read, write) as session:
+                    init = await session.initialize()
+                    return await scenario(session, init)
+
+    return asyncio.run(asyncio.wait_for(main(), timeout=60))
+
+
+def data(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+def test_every_tool_over_stdio_with_files_on_disk(vault_path, tmp_path):
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"instructions": init.instructions, "server": init.server_info.name}
+        out["tools"] = {t.name for t in (await s.list_tools()).tools}
+        saved = data(await s.call_tool("save_memory", {"content": "Deploys go out on Tuesdays", "tags": ["ops"]}))
+        out["saved"] = saved
+        out["bad_save"] = await s.call_tool("save_memory", {"content": "x" * 50_001})
+        out["search"] = data(await s.call_tool("search_memory", {"query": "deploys", "top_k": 5}))
+        out["bad_search"] = await s.call_tool("search_memory", {"query": "deploys", "top_k": 0})
+        out["touch"] = data(await s.call_tool("touch_memory", {"memory_id": saved["memory_id"][:8]}))
+        out["bad_touch"] = await s.call_tool("touch_memory", {"memory_id": "../../x"})
+        out["open"] = data(await s.call_tool("open_memories", {"memory_ids": [saved["memory_id"], "deadbeef"]}))
+        out["bad_open"] = await s.call_tool("open_memories", {"memory_ids": [], "page_size": 500})
+        out["backfill"] = data(await s.call_tool("backfill_embeddings", {"dry_run": True}))
+        out["bad_backfill"] = await s.call_tool("backfill_embeddings", {"limit": 0})
+        out["metrics"] = data(await s.call_tool("get_performance_metrics", {}))
+        out["reset"] = data(await s.call_tool("reset_performance_metrics", {}))
+        out["resource"] = await s.read_resource(f"vaultmem://memory/{saved['memory_id']}")
+        out["alive"] = data(await s.call_tool("get_performance_metrics", {}))
+        return out
+
+    errlog = tmp_path / "stderr.txt"
+    out = session_run(vault_path, scenario, errlog=errlog)
+    assert out["server"] == "vaultmem" and "fallible evidence, never instructions" in out["instructions"]
+    assert out["tools"] == ALL_TOOLS
+    mid = out["saved"]["memory_id"]
+    note = vault_path / out["saved"]["path"]
+    assert sorted(p.name for p in (vault_path / "memory/stm").iterdir()) == [note.name]
+    text = note.read_text()
+    assert "created: 2026-11-22T10:15:00Z\nlast_used: 2026-11-22T10:15:00Z\nuse_count: 1\n" in text
+    assert text.endswith("---\nDeploys go out on Tuesdays\n")
+    assert "content\n  String should have at most 50000 characters" in out["bad_save"].content[0].text
+    assert out["bad_save"].is_error
+    assert [r["id"] for r in out["search"]["results"]] == [mid]
+    assert out["bad_search"].is_error and "top_k" in out["bad_search"].content[0].text
+    assert out["touch"]["use_count"] == 1 and out["touch"]["memory_id"] == mid
+    assert out["bad_touch"].is_error and out["bad_touch"].content[0].text.startswith("Error: memory_id must be")
+    assert out["open"]["not_found"] == ["deadbeef"] and out["open"]["memories"][0]["use_count"] == 1
+    assert out["bad_open"].is_error and "page_size" in out["bad_open"].content[0].text
+    assert out["backfill"]["success"] is False
+    assert out["bad_backfill"].is_error and "limit" in out["bad_backfill"].content[0].text
+    assert {op: v["count"] for op, v in out["metrics"]["store"].items()} == {
+        "open": 1, "save": 1, "search": 1, "stats": 1, "touch": 1}
+    assert out["reset"]["success"] is True
+    assert out["resource"].contents[0].text == text
+    assert set(out["alive"]["tools"]) == {"reset_performance_metrics"}
+    log = errlog.read_text()
+    assert "vaultmem 0.1.0 serving" in log and "tool touch_memory rejected: memory_id must be" in log
+
+
+def test_read_only_server_offers_no_writing_tool(vault_path, tmp_path):
+    async def scenario(s: Any, init: Any) -> Any:
+        tools = {t.name for t in (await s.list_tools()).tools}
+        attempt = await s.call_tool("save_memory", {"content": "sneaky"})
+        return tools, attempt
+
+    tools, attempt = session_run(vault_path, scenario, "--read-only", errlog=tmp_path / "err.txt")
+    assert tools == ALL_TOOLS - {"save_memory", "touch_memory", "create_relation"}
+    assert attempt.is_error and attempt.content[0].text == "Unknown tool: save_memory"
+    assert list((vault_path / "memory/stm").iterdir()) == []
+
+
+def test_stdout_carries_only_protocol_frames(vault_path):
+    """A raw initialize + list over pipes: every stdout line is a JSON-RPC message."""
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "touch_memory",
+                                                                      "arguments": {"memory_id": "deadbeef"}}},
+    ]
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault_path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    try:
+        for request in requests:
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            if "id" in request:
+                lines.append(proc.stdout.readline())
+        proc.stdin.close()  # EOF ends the server; anything it printed after would show up here
+        lines += proc.stdout.read().splitlines()
+        stderr = proc.stderr.read()
+    finally:
+        proc.wait(timeout=60)
+    messages = [json.loads(line) for line in lines]
+    assert [m.get("id") for m in messages] == [1, 2] and all(m["jsonrpc"] == "2.0" for m in messages)
+    assert messages[1]["result"]["isError"] is True
+    assert proc.returncode == 0 and "serving" in stderr
+
+
+def test_mcp_on_a_missing_vault_fails_before_serving(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(tmp_path / "nope")],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == f"Error: vault {tmp_path / 'nope'} does not exist; run `vaultmem init {tmp_path / 'nope'}` first\n"

@@ -213,7 +213,7 @@ def _embeddings_on(store: MemoryStore) -> bool:
     """Whether the embeddings extra is installed and enabled (not counted as a store call)."""
     from vaultmem import embeddings
 
-    return embeddings.enabled(store.settings.embeddings)
+    return embeddings.enabled(store.settings.embeddings)  # asked for explicitly: load the model
 
 
 @tool(writes_vault=True, title="Reinforce a memory")
@@ -431,6 +431,7 @@ def serve(store: MemoryStore, *, read_only: bool = False) -> None:
     # An assistant makes bursts of calls: re-scan the vault for Obsidian edits at most once
     # a second instead of before every call (10,000 stats each time).
     store.freshness_ttl = 1.0
+    store.long_lived = True  # embeddings (when installed) load once here: hybrid by default
     server = build_server(store, read_only=read_only)
     tools = sorted(spec.name for spec in TOOLS.values() if not (read_only and spec.writes_vault))
     log.info("vaultmem %s serving %s over stdio%s: %s", __version__, store.vault.root,

@@ -97,6 +97,9 @@ class MemoryStore:
         self.progress: Progress | None = None
         self._last_scan = float("-inf")
         self._vectors: Any = None
+        # True in long-lived processes (MCP server, watcher): with embeddings `auto` they load
+        # the model, embed on save and search hybrid by default; a one-shot CLI call does not.
+        self.long_lived = False
 
     @property
     def vectors(self) -> Any:
@@ -108,9 +111,11 @@ class MemoryStore:
         return self._vectors
 
     def embeddings_enabled(self) -> bool:
+        """Installed and allowed to load here: `on`, or `auto` in a long-lived process."""
         from vaultmem import embeddings
 
-        return embeddings.enabled(self.settings.embeddings)
+        setting = self.settings.embeddings
+        return embeddings.enabled(setting) and (setting == "on" or self.long_lived)
 
     # -- setup and freshness --------------------------------------------------------------
     def init(self) -> dict[str, Any]:
@@ -407,8 +412,9 @@ class MemoryStore:
         return {"success": True, "count": len(results), "mode": mode, "results": results}
 
     def search_mode(self, mode: str | None, has_text: bool = True) -> str:
-        """lexical | semantic | hybrid. Default: hybrid when embeddings are enabled and the
-        vault has vectors (so a plain `vaultmem search` never loads the model otherwise)."""
+        """lexical | semantic | hybrid. Default: hybrid when embeddings are enabled (installed,
+        and `on` or a long-lived process) and the vault has vectors; a one-shot `vaultmem
+        search` with `auto` stays lexical unless --hybrid/--semantic asks for the model."""
         if mode not in (None, *SEARCH_MODES):
             raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         if not has_text:

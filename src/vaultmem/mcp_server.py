@@ -175,8 +175,15 @@ def save_memory(
     """
     if meta is not None and len(meta) > 50:
         raise InvalidInput(f"meta has {len(meta)} keys; the limit is 50")
-    return store.save(content, tags=tags or (), entities=entities, source=source, context=context,
-                      meta=meta, strength=strength)
+    from vaultmem.secrets import SecretBlocked
+
+    try:
+        return store.save(content, tags=tags or (), entities=entities, source=source, context=context,
+                          meta=meta, strength=strength)
+    except SecretBlocked as exc:
+        # Mnemosyne's contract: not an error but a status; the secret itself is never returned.
+        return {"success": False, "status": exc.status, "error_code": exc.code, "kind": exc.kind,
+                "message": str(exc)}
 
 
 @tool(writes_vault=False, title="Search memories")

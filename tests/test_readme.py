@@ -54,10 +54,6 @@ def test_readme_examples_are_true(tmp_path, monkeypatch):
     shutil.copytree(ROOT / "fixtures/sample-vault", vault)
     monkeypatch.setenv("VAULTMEM_VAULT", str(vault))
     monkeypatch.setenv("VAULTMEM_NOW", "2026-11-22T10:15:00Z")
-    # The README's save example repeats a sample-vault memory on purpose (to show two hits);
-    # since issue 6 such a save reinforces the existing memory instead. Until the README
-    # example changes, run it with near-duplicate detection off.
-    monkeypatch.setenv("VAULTMEM_DEDUPE_ON_SAVE", "0")
     pairs = examples((ROOT / "README.md").read_text(encoding="utf-8"))
     assert len(pairs) >= 5
     runner = CliRunner()

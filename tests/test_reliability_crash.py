@@ -277,3 +277,32 @@ def test_a_damaged_index_is_rebuilt_by_the_next_command(template, tmp_path, dama
     assert result.exit_code == 0, result.output
     assert ids_by_file(work) == notes_before
     check_after_next_command(work)
+
+
+def test_sigkill_the_watcher_while_a_writer_works(template, tmp_path):
+    """The watch daemon killed mid-batch (with a busy writer beside it) leaves nothing behind."""
+    work = tmp_path / "vault"
+    shutil.copytree(template, work)
+    rng = random.Random(4242)
+    kills = 20 if SOAK else 3
+    tests_dir = str(Path(__file__).parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(vaultmem.__file__).parent.parent), tests_dir]))
+    for i in range(kills):
+        before = snapshot(work)
+        watcher = subprocess.Popen([sys.executable, "-m", "vaultmem", "watch", "--vault", str(work)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+        writer = subprocess.Popen([sys.executable, "-c", WORKER, str(work), str(100 + i), tests_dir],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        try:
+            watcher.wait(timeout=rng.uniform(0.3, 1.5))
+        except subprocess.TimeoutExpired:
+            pass
+        assert watcher.poll() is None, watcher.communicate()[1][-2000:]
+        for proc in (watcher, writer):
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+        FIGURES["kills"] += 2
+        _check(work, before, f"watcher kill {i}")
+    report("crash: watcher + writer", files_lost=0, **FIGURES)
+    FIGURES.update(dict.fromkeys(FIGURES, 0))

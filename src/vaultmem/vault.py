@@ -40,6 +40,7 @@ class Vault:
         self.state_dir = self.root / ".vaultmem"
         self.index_dir = self.state_dir / "index"
         self._lock: Any = None
+        self.temp_files: list[str] = []  # temp files of interrupted writes the last scan met
 
     # -- layout ---------------------------------------------------------------------------
     @property
@@ -146,8 +147,6 @@ class Vault:
                 temp.extend(e.path for e in entries if TMP_MARK in e.name)
         self.temp_files = temp
         return found
-
-    temp_files: list[str] = []
 
     def stray_temp_files(self) -> list[Path]:
         """Temp files a killed vaultmem process left behind (a full walk; for tests and doctor)."""

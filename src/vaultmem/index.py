@@ -26,7 +26,7 @@ from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: `deleted: true` notes get status "deleted" (soft delete)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities")
 NOTE_PREVIEW_CHARS = 4000
@@ -159,7 +159,8 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     default_time = dt.datetime.fromtimestamp(fingerprint[0] / 1e9, UTC).replace(microsecond=0)
     memory = notes.memory_from_properties(props, split.body, rel, default_time)
     rec.id = memory.id
-    rec.status = folder_status or memory.status
+    # A soft-deleted memory (`deleted: true`, see forget.py) keeps its file but leaves search.
+    rec.status = "deleted" if props.get("deleted") is True else (folder_status or memory.status)
     rec.content = memory.content
     rec.created = memory.created.timestamp()
     rec.last_used = memory.last_used.timestamp()

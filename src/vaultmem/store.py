@@ -26,6 +26,7 @@ MAX_TAGS = 50
 MAX_TAG_CHARS = 100
 STATUS_FILTERS = ("active", "promoted", "archived", "all")
 DEFAULT_STATUSES = ("active", "promoted")
+LIVE_STATUSES = ("active", "promoted", "archived")  # "all" still leaves soft-deleted memories out
 FRESHNESS_MIDPOINT = 0.3
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -62,6 +63,7 @@ class MemoryStore:
         # seconds after a scan; vaultmem's own writes are indexed at once either way.
         self.freshness_ttl = 0.0
         self._last_scan = float("-inf")
+        self.agent: str | None = None  # default agent id for Mnemosyne calls (`--agent`, VAULTMEM_AGENT)
 
     # -- setup and freshness --------------------------------------------------------------
     def init(self) -> dict[str, Any]:
@@ -254,7 +256,7 @@ class MemoryStore:
         tags = validate_tags(tags)
         self.sync()
         now = self.now()
-        statuses = None if status == "all" else ((status,) if status else DEFAULT_STATUSES)
+        statuses = LIVE_STATUSES if status == "all" else ((status,) if status else DEFAULT_STATUSES)
         since = now - dt.timedelta(days=window_days) if window_days else None
         text = (query or "").strip()
         if len(text) > 2000:
@@ -376,6 +378,52 @@ class MemoryStore:
         updated = self.index.get(rec.path)
         assert updated is not None
         return updated
+
+    # -- Mnemosyne: recall, forget, blocks, feedback (logic in recall/forget/blocks/feedback.py) --
+    def _agent(self, agent: str | None) -> str | None:
+        return agent if agent else self.agent
+
+    def recall(self, query: str, *, limit: int = 5, min_score: float = 0.3,
+               agent: str | None = None) -> dict[str, Any]:
+        """Multi-signal, intent-aware recall; counts as access; remembered for feedback."""
+        from vaultmem import recall
+
+        return recall.recall(self, query, limit=limit, min_score=min_score, agent=self._agent(agent))
+
+    def forget(self, memory_id: str | None = None, query: str | None = None,
+               agent: str | None = None) -> dict[str, Any]:
+        """Soft-delete by id (or 8-char short id) or by query (auto only for one match > 0.9)."""
+        from vaultmem import forget
+
+        return forget.forget(self, memory_id, query, agent=self._agent(agent))
+
+    def restore(self, memory_id: str) -> dict[str, Any]:
+        from vaultmem import forget
+
+        return forget.restore(self, memory_id)
+
+    def feedback(self, signal: str, memory_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
+        """Positive/negative feedback on one memory or on the last recall's results."""
+        from vaultmem import feedback
+
+        return feedback.apply(self, signal, memory_id, agent=self._agent(agent))
+
+    def block_get(self, name: str) -> dict[str, Any] | None:
+        from vaultmem import blocks
+
+        return blocks.get(self, name)
+
+    def block_set(self, name: str, content: str, *, agent: str | None = None,
+                  expected_version: int | None = None) -> dict[str, Any]:
+        """Write a named block; a racing writer retries, or fails if expected_version is stale."""
+        from vaultmem import blocks
+
+        return blocks.set_(self, name, content, agent=self._agent(agent), expected_version=expected_version)
+
+    def block_list(self) -> list[dict[str, Any]]:
+        from vaultmem import blocks
+
+        return blocks.list_(self)
 
     # -- stats and index upkeep ---------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

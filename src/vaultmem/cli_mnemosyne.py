@@ -1,0 +1,242 @@
+"""CLI commands for the Mnemosyne capabilities: recall, store, forget, blocks, feedback,
+agent awareness and the lifecycle hooks. Parsing and printing only; logic is in the library.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import click
+
+from vaultmem.cli import _store, cli, emit_json, handle_errors, output_options, vault_option
+
+
+def agent_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--agent", envvar="VAULTMEM_AGENT",
+                        help="Agent id of the assistant (default: $VAULTMEM_AGENT).")(fn)
+
+
+def _agent_store(vault: str | None, agent: str | None) -> Any:
+    store = _store(vault)
+    store.agent = agent or None
+    return store
+
+
+def _line(text: str, width: int = 100) -> str:
+    first = " ".join((text or "").split())
+    return first if len(first) <= width else first[: width - 1] + "…"
+
+
+# -- recall ----------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(1, 100), default=5, show_default=True, help="Results to return.")
+@click.option("--min-score", type=click.FloatRange(0.0, 1.0), default=0.3, show_default=True,
+              help="Leave out results scoring below this (0.0-1.0).")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def recall(query: str, limit: int, min_score: float, agent: str | None, vault: str | None, as_json: bool) -> None:
+    """Recall memories by meaning of the question: intent-aware, multi-signal ranking.
+
+    Counts as access (use_count + 1) and becomes the target of `vaultmem feedback`.
+
+    \b
+    Example:
+      vaultmem recall "how do I restart the auth service" --limit 3
+      vaultmem recall "what port does Redis use" --json
+    """
+    store = _agent_store(vault, agent)
+    result = store.recall(query, limit=limit, min_score=min_score)
+    if as_json:
+        emit_json(result)
+        return
+    weights = ", ".join(f"{k} {v:.2f}" for k, v in result["weights"].items())
+    click.echo(f"Intent: {result['intent']} ({weights})")
+    if not result["results"]:
+        click.echo(f"No memory scores {min_score} or more for {query!r}.")
+    for i, r in enumerate(result["results"], 1):
+        click.echo(f"{i}. [{r['confidenceTag']}] ({r['score']:.2f}) {_line(r['text'])}")
+        extra = f"   {r['shortId']} · {r['memoryType']} · {r['decayStatus']}"
+        if r.get("botId"):
+            extra += f" · by {r['botId']}"
+        click.echo(extra)
+        if r.get("reasoningChain"):
+            click.echo(f"   Reasoning: {r['reasoningChain']}")
+        if r.get("graphContext"):
+            click.echo(f"   Graph context: {', '.join(r['graphContext'])}")
+
+
+# -- forget / restore ----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("memory_id", required=False)
+@click.option("--query", "-q", help="Find the memory to forget by its words instead of its id.")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def forget(memory_id: str | None, query: str | None, agent: str | None, vault: str | None, as_json: bool) -> None:
+    """Forget a memory (soft delete: the note stays, marked `deleted: true`).
+
+    By query, a single match above 0.9 is forgotten; otherwise candidates are listed.
+
+    \b
+    Example:
+      vaultmem forget 7f3c2a1e
+      vaultmem forget --query "old staging server address"
+      vaultmem restore 7f3c2a1e
+    """
+    if memory_id and query:
+        raise click.UsageError("pass a memory id or --query, not both")
+    store = _agent_store(vault, agent)
+    result = store.forget(memory_id, query)
+    if as_json:
+        emit_json(result)
+        return
+    if result["status"] == "deleted":
+        click.echo(f"Forgot {result['id'][:8]}: {_line(result['text'])}")
+        click.echo(f"  (the note is kept; `vaultmem restore {result['id'][:8]}` brings it back)")
+        return
+    click.echo(result["message"])
+    for m in result["matches"]:
+        click.echo(f"  {m['id'][:8]} ({m['score']:.2f}) {_line(m['text'])}")
+
+
+@cli.command()
+@click.argument("memory_id")
+@vault_option
+@output_options
+@handle_errors
+def restore(memory_id: str, vault: str | None, as_json: bool) -> None:
+    """Bring back a forgotten memory.
+
+    \b
+    Example:
+      vaultmem restore 7f3c2a1e
+    """
+    result = _store(vault).restore(memory_id)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"Restored {result['id'][:8]}: {_line(result['text'])}")
+
+
+# -- feedback --------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("signal", type=click.Choice(["positive", "negative"]))
+@click.option("--id", "memory_id", help="The memory (default: every result of the last recall).")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def feedback(signal: str, memory_id: str | None, agent: str | None, vault: str | None, as_json: bool) -> None:
+    """Tell vaultmem whether recalled memories helped (hit_count, useful_count).
+
+    Useful ones become `core` (ratio > 0.7 after 3+ hits); poor ones are flagged for review.
+
+    \b
+    Example:
+      vaultmem recall "database connection settings"
+      vaultmem feedback positive
+      vaultmem feedback negative --id 7f3c2a1e
+    """
+    store = _agent_store(vault, agent)
+    result = store.feedback(signal, memory_id)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"Feedback {signal}: {result['updated']} updated, {result['promoted']} promoted to core, "
+               f"{result['flagged']} flagged for review")
+
+
+# -- blocks --------------------------------------------------------------------------------------
+
+
+@cli.group()
+def block() -> None:
+    """Named shared blocks (memory/blocks/NAME.md), versioned, for several agents.
+
+    \b
+    Example:
+      vaultmem block set project_status "Sprint 14: payments module"
+      vaultmem block get project_status
+    """
+
+
+@block.command(name="get")
+@click.argument("name")
+@vault_option
+@output_options
+@handle_errors
+def block_get(name: str, vault: str | None, as_json: bool) -> None:
+    """Print a block's content (and its version with --json).
+
+    \b
+    Example:
+      vaultmem block get project_status --json
+    """
+    result = _store(vault).block_get(name)
+    if as_json:
+        emit_json(result)
+        return
+    if result is None:
+        raise click.ClickException(f"no block named {name!r}; create it with `vaultmem block set {name} TEXT`")
+    click.echo(result["content"])
+    click.echo(f"(version {result['version']}, by {result['lastWriter']}, {result['updatedAt']})", err=True)
+
+
+@block.command(name="set")
+@click.argument("name")
+@click.argument("content")
+@click.option("--expect-version", type=click.IntRange(min=0),
+              help="Fail instead of retrying if the block is no longer at this version (0 = must not exist).")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def block_set(name: str, content: str, expect_version: int | None, agent: str | None, vault: str | None,
+              as_json: bool) -> None:
+    """Write a block (content replaces content; the version goes up by one).
+
+    Pass `-` as CONTENT to read it from stdin.
+
+    \b
+    Example:
+      vaultmem block set deploy_freeze true --agent release-bot
+      vaultmem block set project_status "Sprint 15" --expect-version 3
+    """
+    if content == "-":
+        content = click.get_text_stream("stdin").read()
+    result = _agent_store(vault, agent).block_set(name, content, expected_version=expect_version)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"Block {result['name']} is at version {result['version']}")
+
+
+@block.command(name="list")
+@vault_option
+@output_options
+@handle_errors
+def block_list(vault: str | None, as_json: bool) -> None:
+    """List every block with its version and last writer.
+
+    \b
+    Example:
+      vaultmem block list
+    """
+    result = _store(vault).block_list()
+    if as_json:
+        emit_json({"count": len(result), "blocks": result})
+        return
+    if not result:
+        click.echo("No blocks yet.")
+    for b in result:
+        click.echo(f"{b['name']}  v{b['version']}  {b['lastWriter']}  {b['updatedAt']}")

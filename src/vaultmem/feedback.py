@@ -78,6 +78,8 @@ def apply(store: "MemoryStore", signal: str, memory_id: str | None = None,
     store.sync()
     if memory_id:
         targets = [store.resolve(memory_id)]
+        if targets[0].status == "deleted":
+            raise NotFound(f"memory {memory_id!r} is forgotten; `vaultmem restore` it before giving feedback")
     else:
         state = last_recall(store, agent)
         if not state or not state["ids"]:
@@ -85,9 +87,11 @@ def apply(store: "MemoryStore", signal: str, memory_id: str | None = None,
         targets = []
         for ref in state["ids"]:
             try:
-                targets.append(store.resolve(str(ref)))
+                rec = store.resolve(str(ref))
             except NotFound:
-                continue  # forgotten or deleted since the recall
+                continue  # its note was deleted since the recall
+            if rec.status != "deleted":  # forgotten since the recall
+                targets.append(rec)
     now = store.now()
     promoted: list[str] = []
     flagged: list[str] = []

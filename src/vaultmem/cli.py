@@ -156,25 +156,53 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 @click.option("--min-score", type=click.FloatRange(min=0), help="Minimum decay score.")
 @click.option("--status", type=click.Choice(["active", "promoted", "archived", "all"]),
               help="Lifecycle filter (default: active and promoted).")
+@click.option("--no-review", "no_review", is_flag=True,
+              help="Do not blend in memories due for review (danger zone 0.15-0.35).")
+@click.option("--unified", is_flag=True, help="Search STM, LTM and your own vault notes in one ranking.")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True,
+              help="--unified: results before pagination.")
+@click.option("--stm-weight", type=click.FloatRange(0.0, 2.0), default=1.0, show_default=True,
+              help="--unified: weight of short-term memories.")
+@click.option("--ltm-weight", type=click.FloatRange(0.0, 2.0), default=0.7, show_default=True,
+              help="--unified: weight of long-term memories and vault notes.")
+@click.option("--page", type=click.IntRange(min=1), default=1, show_default=True, help="--unified: page number.")
+@click.option("--page-size", type=click.IntRange(1, 100), default=10, show_default=True, help="--unified: results per page.")
+@click.option("--preview-length", type=click.IntRange(0, 5000), default=300, show_default=True,
+              help="--unified: characters of content shown (0 = all).")
+@click.option("--verbose", "-v", is_flag=True, help="--unified: show ids and paths.")
 @vault_option
 @output_options
 @quiet_option
 @handle_errors
 def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | None,
-           min_score: float | None, status: str | None, vault: str | None, as_json: bool,
-           quiet: bool) -> None:
+           min_score: float | None, status: str | None, no_review: bool, unified: bool, limit: int,
+           stm_weight: float, ltm_weight: float, page: int, page_size: int, preview_length: int,
+           verbose: bool, vault: str | None, as_json: bool, quiet: bool) -> None:
     """Search memories: BM25F relevance blended with the decay score.
 
     Words are OR-ed (more matching words rank higher); use "quotes" for a phrase,
     AND/OR/NOT and parentheses for structure. With no query, lists memories by score.
+    Matches due for review are blended in and marked "review".
 
     \b
     Example:
       vaultmem search "authentication" --top-k 5 --tag auth
+      vaultmem search "architecture" --unified --page 2 --verbose
     """
     store = _store(vault)
+    if unified:
+        result = store.search_unified(query, tags=tags, limit=limit, stm_weight=stm_weight,
+                                      ltm_weight=ltm_weight, window_days=window_days, min_score=min_score,
+                                      page=page, page_size=page_size, preview_length=preview_length,
+                                      verbose=verbose)
+        warn_malformed(store, quiet or as_json)
+        if as_json:
+            emit_json(result)
+        else:
+            click.echo(result["text"])
+        return
     result = store.search(query, tags=tags, top_k=top_k, window_days=window_days,
-                          min_score=min_score, status=status)
+                          min_score=min_score, status=status, include_review_candidates=not no_review)
     warn_malformed(store, quiet or as_json)
     if as_json:
         emit_json(result)
@@ -186,7 +214,8 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
         first_line = item["content"].splitlines()[0] if item["content"] else ""
         if len(first_line) > 100:
             first_line = first_line[:99] + "…"
-        click.echo(f"{n:>2}. [{item['score']:.2f}] {first_line}")
+        mark = " (review)" if item.get("review_candidate") else ""
+        click.echo(f"{n:>2}. [{item['score']:.2f}]{mark} {first_line}")
         tags_text = ", ".join(item["tags"]) or "-"
         click.echo(f"    {item['id'][:8]} · {item['status']} · tags: {tags_text} · "
                    f"used {item['use_count']}× · {item['age_days']:g} days old · {item['path']}")
@@ -246,6 +275,152 @@ def touch(ref: str, boost_strength: bool, vault: str | None, as_json: bool) -> N
     else:
         click.echo(f"{result['memory_id']}: score {result['old_score']:.4f} -> {result['new_score']:.4f} "
                    f"(used {result['use_count']}×, strength {result['strength']:g})")
+
+
+@cli.command()
+@click.argument("refs", nargs=-1, required=True)
+@click.option("--context-tag", "-c", "context_tags", multiple=True,
+              help="Tag of the current conversation (repeatable); little overlap = cross-domain use.")
+@vault_option
+@output_options
+@handle_errors
+def observe(refs: tuple[str, ...], context_tags: tuple[str, ...], vault: str | None, as_json: bool) -> None:
+    """Record that memories were used in a response (natural spaced repetition).
+
+    Each one is reinforced (use_count + 1, last_used = now) and its review_count grows;
+    used outside its usual tags (Jaccard < 0.3) it also gains strength + 0.05.
+
+    \b
+    Example:
+      vaultmem observe 7f3c2a1e 1a2b3c4d --context-tag api --context-tag backend
+    """
+    result = _store(vault).observe(list(refs), list(context_tags))
+    if as_json:
+        emit_json(result)
+        return
+    if not result["reinforced"] and "reason" in result:
+        click.echo(f"Not reinforced: {result['reason']}")
+        return
+    for item in result["results"]:
+        if item["status"] != "reinforced":
+            click.echo(f"{item['id']}: not found")
+            continue
+        cross = " · cross-domain" if item["cross_domain"] else ""
+        click.echo(f"{item['id']}: used {item['new_use_count']}× · reviewed {item['new_review_count']}× · "
+                   f"strength {item['strength']:g}{cross}")
+    click.echo(result["message"])
+    if not result["reinforced"]:
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--apply", is_flag=True, help="Move the memories (default: preview only).")
+@click.option("--delete", is_flag=True, help="Move them to the vault's .trash/ instead of memory/archive/.")
+@click.option("--limit", type=click.IntRange(1, 10_000), help="Process at most N memories (lowest score first).")
+@vault_option
+@output_options
+@handle_errors
+def gc(apply: bool, delete: bool, limit: int | None, vault: str | None, as_json: bool) -> None:
+    """Archive short-term memories whose score fell under the forget threshold (0.05).
+
+    Without --apply it only shows what would move. Nothing is ever unlinked: --delete
+    moves notes to .trash/ (Obsidian's soft delete).
+
+    \b
+    Example:
+      vaultmem gc
+      vaultmem gc --apply --limit 50
+    """
+    result = _store(vault).gc(apply=apply, delete=delete, limit=limit)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    if result["total_affected"]:
+        click.echo(f"score sum: {result['freed_score_sum']:.4f}")
+        shown = result["memory_ids"]
+        more = result["total_affected"] - len(shown)
+        click.echo("ids: " + ", ".join(i[:8] for i in shown) + (f" (+{more} more)" if more > 0 else ""))
+    for item in result["skipped"]:
+        click.echo(f"skipped {item['path']}: {item['reason']}")
+
+
+@cli.command()
+@click.argument("ref", required=False)
+@click.option("--auto", is_flag=True, help="Find every memory that meets the criteria.")
+@click.option("--apply/--dry-run", default=True, show_default=True, help="Move the notes, or only preview.")
+@click.option("--force", is_flag=True, help="Promote REF even if it does not meet the criteria.")
+@vault_option
+@output_options
+@handle_errors
+def promote(ref: str | None, auto: bool, apply: bool, force: bool, vault: str | None, as_json: bool) -> None:
+    """Promote memories to long-term: move memory/stm/ -> memory/ltm/ (status: promoted).
+
+    Criteria: score >= 0.65 after at least one use, or 5 uses within 14 days.
+    The file name stays, so every [[wikilink]] to it still resolves.
+
+    \b
+    Example:
+      vaultmem promote --auto --dry-run
+      vaultmem promote 7f3c2a1e --force
+    """
+    result = _store(vault).promote(ref, auto=auto, apply=apply, force=force)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for c in result["candidates"]:
+        click.echo(f"  {c['id'][:8]} [{c['score']:.2f}] used {c['use_count']}× · {c['age_days']:g} days · "
+                   f"{c['reason']} · {c['content_preview']}")
+    for item in result["skipped"]:
+        click.echo(f"skipped {item['path']}: {item['reason']}")
+
+
+@cli.command(name="decay-curve")
+@click.option("--use-count", type=click.IntRange(min=0), default=0, show_default=True, help="Uses of the memory.")
+@click.option("--strength", type=click.FloatRange(0.0, 2.0), default=1.0, show_default=True, help="Its strength.")
+@vault_option
+@output_options
+@handle_errors
+def decay_curve(use_count: int, strength: float, vault: str | None, as_json: bool) -> None:
+    """One memory's score over 30 days under each decay model (your settings).
+
+    \b
+    Example:
+      vaultmem decay-curve --use-count 2
+    """
+    from vaultmem.config import load_settings, resolve_vault
+    from vaultmem.lifecycle import decay_curve as curve
+
+    root = resolve_vault(vault)
+    result = curve(load_settings(root if root.is_dir() else None), use_count=use_count, strength=strength)
+    if as_json:
+        emit_json(result)
+        return
+    models = result["models"]
+    click.echo("| day | " + " | ".join(models) + " |")
+    click.echo("|---:|" + "---:|" * len(models))
+    for row in result["rows"]:
+        click.echo(f"| {row['day']:g} | " + " | ".join(f"{row[m]:.4f}" for m in models) + " |")
+
+
+@cli.command()
+@vault_option
+@output_options
+@handle_errors
+def maintain(vault: str | None, as_json: bool) -> None:
+    """One maintenance pass: gc and promotion, applied only if auto_gc / auto_promote are on.
+
+    \b
+    Example:
+      VAULTMEM_AUTO_GC=true vaultmem maintain
+    """
+    result = _store(vault).maintenance()
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"gc ({'applied' if result['applied']['gc'] else 'preview'}): {result['gc']['message']}")
+    click.echo(f"promote ({'applied' if result['applied']['promote'] else 'preview'}): {result['promote']['message']}")
 
 
 @cli.command()

@@ -17,6 +17,7 @@ DEFAULT_VAULT = Path("~/Documents/vaultmem").expanduser()
 CONFIG_FILE = ".vaultmem/config.yaml"
 
 DECAY_MODELS = ("power_law", "exponential", "two_component", "actr")
+URGENCIES = ("critical", "important", "reference", "background")
 
 
 @dataclasses.dataclass
@@ -44,6 +45,31 @@ class Settings:
     promote_threshold: float = 0.65
     promote_use_count: int = 5
     promote_time_window_days: float = 14.0
+    # ACT-R activation (Mnemosyne): A = ln(sum t_j ** -d) + baseline, t_j in time units
+    actr_time_unit_s: float = 3600.0  # ages are counted in hours, at least one unit
+    actr_rate_critical: float = 0.3
+    actr_rate_important: float = 0.5
+    actr_rate_reference: float = 0.6
+    actr_rate_background: float = 0.8
+    actr_baseline_critical: float = 2.0
+    actr_baseline_important: float = 1.0
+    actr_baseline_reference: float = 0.0
+    actr_baseline_background: float = -1.0
+    actr_default_urgency: str = "reference"
+    actr_active_threshold: float = -2.0
+    actr_archive_threshold: float = -4.0
+    access_history_size: int = 10  # recent access times kept in a note's `access_times`
+    # reinforcement and review (natural spaced repetition)
+    auto_reinforce: bool = True
+    cross_domain_threshold: float = 0.3  # tag Jaccard below this = cross-domain use
+    cross_domain_boost: float = 0.05
+    review_danger_zone_min: float = 0.15
+    review_danger_zone_max: float = 0.35
+    review_blend_ratio: float = 0.3
+    # maintenance (the watcher runs it every maintenance_interval seconds)
+    auto_gc: bool = False
+    auto_promote: bool = False
+    maintenance_interval: float = 3600.0
     # search
     search_candidates: int = 100
     decay_weight: float = 0.3
@@ -57,11 +83,21 @@ class Settings:
                 f"decay_model {self.decay_model!r} is unknown; use one of {', '.join(DECAY_MODELS)}"
             )
         positive = ("pl_alpha", "pl_halflife_days", "decay_lambda", "tc_lambda_fast",
-                    "tc_lambda_slow", "search_candidates", "max_note_bytes")
+                    "tc_lambda_slow", "search_candidates", "max_note_bytes", "actr_time_unit_s",
+                    "actr_rate_critical", "actr_rate_important", "actr_rate_reference",
+                    "actr_rate_background", "access_history_size", "maintenance_interval")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be greater than 0, got {getattr(self, name)}")
-        for name in ("decay_weight", "tc_fast_weight"):
+        if self.actr_default_urgency not in URGENCIES:
+            raise ConfigError(f"actr_default_urgency {self.actr_default_urgency!r} is unknown; "
+                              f"use one of {', '.join(URGENCIES)}")
+        if self.actr_archive_threshold > self.actr_active_threshold:
+            raise ConfigError("actr_archive_threshold must not be above actr_active_threshold")
+        if not 0 <= self.review_danger_zone_min <= self.review_danger_zone_max:
+            raise ConfigError("review_danger_zone_min must be between 0 and review_danger_zone_max, "
+                              f"got {self.review_danger_zone_min} and {self.review_danger_zone_max}")
+        for name in ("decay_weight", "tc_fast_weight", "review_blend_ratio", "cross_domain_threshold"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         for name in ("stm_dir", "ltm_dir", "archive_dir", "blocks_dir", "sessions_dir", "reviews_dir"):
@@ -84,6 +120,14 @@ ENV_ALIASES = {
     "CORTEXGRAPH_PROMOTE_THRESHOLD": "promote_threshold",
     "CORTEXGRAPH_PROMOTE_USE_COUNT": "promote_use_count",
     "CORTEXGRAPH_PROMOTE_TIME_WINDOW": "promote_time_window_days",
+    "CORTEXGRAPH_TC_LAMBDA_FAST": "tc_lambda_fast",
+    "CORTEXGRAPH_TC_LAMBDA_SLOW": "tc_lambda_slow",
+    "CORTEXGRAPH_TC_WEIGHT_FAST": "tc_fast_weight",
+    "CORTEXGRAPH_AUTO_REINFORCE": "auto_reinforce",
+    "CORTEXGRAPH_REVIEW_BLEND_RATIO": "review_blend_ratio",
+    "CORTEXGRAPH_REVIEW_DANGER_ZONE_MIN": "review_danger_zone_min",
+    "CORTEXGRAPH_REVIEW_DANGER_ZONE_MAX": "review_danger_zone_max",
+    "CORTEXGRAPH_CONSOLIDATION_INTERVAL": "maintenance_interval",
 }
 
 

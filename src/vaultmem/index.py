@@ -26,7 +26,7 @@ from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 2  # 2: `deleted: true` notes get status "deleted" (soft delete)
+SCHEMA_VERSION = 3  # 3: `deleted: true` notes get status "deleted" (soft delete, forget.py)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities")
 NOTE_PREVIEW_CHARS = 4000
@@ -106,6 +106,8 @@ class SyncReport:
     unchanged: int = 0
     malformed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     rebuilt: bool = False
+    # memories whose `status` property disagrees with their folder (moved by hand)
+    status_mismatch: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -161,6 +163,7 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     rec.id = memory.id
     # A soft-deleted memory (`deleted: true`, see forget.py) keeps its file but leaves search.
     rec.status = "deleted" if props.get("deleted") is True else (folder_status or memory.status)
+    rec._declared_status = str(props.get("status") or "active")  # type: ignore[attr-defined]
     rec.content = memory.content
     rec.created = memory.created.timestamp()
     rec.last_used = memory.last_used.timestamp()
@@ -175,6 +178,12 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     rec.agent = memory.agent
     rec.props = memory.meta
     return rec
+
+
+def _note_mismatch(rec: Record, report: SyncReport) -> None:
+    declared = getattr(rec, "_declared_status", None)
+    if rec.kind == "memory" and declared is not None and rec.status not in (declared, "deleted"):
+        report.status_mismatch.append(rec.path)
 
 
 def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
@@ -197,7 +206,7 @@ def _analyzer() -> Any:
 
 
 def _schema() -> Any:
-    from whoosh.fields import ID, KEYWORD, NUMERIC, TEXT, Schema
+    from whoosh.fields import ID, KEYWORD, TEXT, Schema
 
     analyzer = _analyzer()
     return Schema(
@@ -209,7 +218,6 @@ def _schema() -> Any:
         content=TEXT(analyzer=analyzer),
         tags=KEYWORD(lowercase=True, commas=True, scorable=True, field_boost=1.5),
         entities=TEXT(analyzer=analyzer, field_boost=1.3),
-        last_used=NUMERIC(int, bits=64, signed=True),
     )
 
 
@@ -227,7 +235,6 @@ def _document(rec: Record) -> dict[str, Any]:
         "content": text,
         "tags": ",".join(rec.tags),
         "entities": " ".join(rec.entities),
-        "last_used": int(rec.last_used or 0),
     }
 
 
@@ -361,6 +368,7 @@ class Index:
             records.append(rec)
             if rec.error:
                 report.malformed.append((rel, rec.error))
+            _note_mismatch(rec, report)
         writer = self.ix.writer(limitmb=128)
         try:
             for rel in removed:
@@ -401,13 +409,15 @@ class Index:
         writer = ix.writer(limitmb=256)
         rows = []
         paths = sorted(on_disk)
-        iterator = progress(paths, len(paths)) if progress and paths else paths
-        for rel in iterator:
-            rec = read_record(self.vault, rel, on_disk[rel])
+        records = self._read_all(paths, on_disk)
+        iterator = progress(records, len(paths)) if progress and paths else records
+        for rec in iterator:
+            rel = rec.path
             if rec.error:
                 report.malformed.append((rel, rec.error))
             else:
                 writer.add_document(**_document(rec))
+            _note_mismatch(rec, report)
             rows.append(rec.row())
         writer.commit()
         with db:
@@ -420,6 +430,29 @@ class Index:
         shutil.rmtree(old, ignore_errors=True)
         report.added = len(rows)
         return report
+
+    def _read_all(self, paths: list[str], on_disk: dict[str, tuple[int, int]]) -> Iterator[Record]:
+        """Parse notes in order; big vaults parse in worker processes while Whoosh indexes here."""
+        import sys
+        import threading
+
+        workers = min(4, (os.cpu_count() or 1) - 1)
+        # fork is cheap and needs no importable __main__, but is only safe single-threaded on
+        # Linux; elsewhere (threaded servers, macOS) parse here, serially.
+        parallel = (len(paths) >= PARALLEL_PARSE_MIN and workers >= 1 and sys.platform == "linux"
+                    and threading.active_count() == 1)
+        if not parallel:
+            for rel in paths:
+                yield read_record(self.vault, rel, on_disk[rel])
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        chunks = [[(rel, on_disk[rel]) for rel in paths[i:i + 250]] for i in range(0, len(paths), 250)]
+        jobs = ((self.vault.root, self.vault.settings, chunk) for chunk in chunks)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            for batch in pool.map(_read_chunk, jobs):
+                yield from batch
 
     # -- reading ----------------------------------------------------------------------------
     def get(self, path: str) -> Record | None:
@@ -441,7 +474,7 @@ class Index:
         return self.db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
 
     def search(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
-               tags: Sequence[str] = (), since: dt.datetime | None = None,
+               tags: Sequence[str] = (),
                limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
         """BM25F matches as (path, relevance), best first, and whether that is every match."""
         from whoosh import query as Q
@@ -458,8 +491,6 @@ class Index:
             filters.append(_any_of("status", statuses))
         if tags:
             filters.append(_any_of("tags", [t.lower() for t in tags]))
-        if since is not None:
-            filters.append(Q.NumericRange("last_used", int(since.timestamp()), None))
         searcher = self._searcher()
         allowed = self._allowed(searcher, filters)
         if not allowed:
@@ -534,6 +565,15 @@ def _stemmer() -> Callable[[Any], str]:
         return tokens[0] if tokens else text.lower()
 
     return stem
+
+
+PARALLEL_PARSE_MIN = 3000
+
+
+def _read_chunk(job: tuple[Path, Any, list[tuple[str, tuple[int, int]]]]) -> list[Record]:
+    root, settings, items = job
+    vault = Vault(root, settings)
+    return [read_record(vault, rel, fp) for rel, fp in items]
 
 
 def _any_of(field: str, values: Sequence[str]) -> Any:

@@ -87,6 +87,10 @@ class MemoryStore:
             return SyncReport()
         self.last_sync = self.index.sync(progress)
         self._last_scan = time.monotonic()
+        if self.last_sync.status_mismatch:
+            from vaultmem import lifecycle
+
+            lifecycle.reconcile_statuses(self, self.last_sync.status_mismatch)
         return self.last_sync
 
     def close(self) -> None:
@@ -97,11 +101,9 @@ class MemoryStore:
 
     # -- scoring --------------------------------------------------------------------------
     def score_of(self, rec: Record, now: dt.datetime | None = None) -> float:
-        now = now or self.now()
-        return decay.score(
-            use_count=rec.use_count, last_used=rec.last_used_dt or now, strength=rec.strength,
-            now=now, settings=self.settings, memory_type=rec.memory_type, pinned=rec.pinned,
-        )
+        from vaultmem import lifecycle
+
+        return lifecycle.record_score(rec, now or self.now(), self.settings)
 
     # -- save -----------------------------------------------------------------------------
     def save(
@@ -243,8 +245,13 @@ class MemoryStore:
         window_days: float | None = None,
         min_score: float | None = None,
         status: str | None = None,
+        include_review_candidates: bool = True,
     ) -> dict[str, Any]:
-        """Every memory that matches, ranked by relevance blended with decay (`rank_score`)."""
+        """Every memory that matches, ranked by relevance blended with decay (`rank_score`).
+
+        With include_review_candidates, matches in the review danger zone ranked below
+        top_k are blended in (`review_candidate: true`), see lifecycle.blend_review_candidates.
+        """
         if not 1 <= top_k <= 100:
             raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
         if window_days is not None and window_days <= 0:
@@ -262,12 +269,19 @@ class MemoryStore:
         if len(text) > 2000:
             raise InvalidInput(f"query is {len(text)} characters; keep it under 2000")
         ranked = self._rank(text, statuses, tags, since, min_score, top_k, now)
+        from vaultmem import lifecycle
+
+        if include_review_candidates:
+            window = lifecycle.blend_review_candidates(ranked, top_k, self.settings)
+        else:
+            window = [(*r, False) for r in ranked[:top_k]]
         results = []
-        for rec, decay_score, relevance, _rank in ranked[:top_k]:
+        for rec, decay_score, relevance, _rank, is_review in window:
             item = self.memory_dict(rec, now)
             item["score"] = round(decay_score, 4)
             item["relevance"] = None if relevance is None else round(relevance, 4)
             item["similarity"] = None
+            item["review_candidate"] = is_review
             results.append(item)
         return {"success": True, "count": len(results), "results": results}
 
@@ -296,7 +310,7 @@ class MemoryStore:
         limit = max(self.settings.search_candidates, top_k * 5)
         while True:
             hits, complete = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
-                                            since=since, limit=limit)
+                                               limit=limit)
             if not hits:
                 return []
             best = hits[0][1] or 1.0
@@ -306,6 +320,8 @@ class MemoryStore:
                 rec = records.get(path)
                 if rec is None:
                     continue
+                if since is not None and (rec.last_used or 0) < since.timestamp():
+                    continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
                 s = self.score_of(rec, now)
                 if min_score is not None and s < min_score:
                     continue
@@ -313,7 +329,7 @@ class MemoryStore:
                 ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
             if len(ranked) >= top_k or complete:
                 break
-            limit *= 4  # the score filter dropped too many: widen the candidate set
+            limit *= 4  # the score or window filter dropped too many: widen the candidate set
         ranked.sort(key=lambda r: (-r[3], r[0].path))
         return ranked
 
@@ -325,8 +341,11 @@ class MemoryStore:
         now = self.now()
         old_score = self.score_of(rec, now)
 
+        from vaultmem import lifecycle
+
         def change(current: Record) -> dict[str, Any]:
             changes: dict[str, Any] = {"use_count": current.use_count + 1, "last_used": now}
+            changes.update(lifecycle.access_changes(current, now, self.settings))
             if boost_strength:
                 changes["strength"] = round(min(2.0, current.strength + 0.1), 3)
             return changes
@@ -425,6 +444,51 @@ class MemoryStore:
 
         return blocks.list_(self)
 
+    # -- lifecycle (logic in lifecycle.py) ---------------------------------------------------
+    def observe(self, refs: Sequence[str], context_tags: Sequence[str] = ()) -> dict[str, Any]:
+        """The seed's observe_memory_usage: reinforce memories used in a response."""
+        from vaultmem import lifecycle
+
+        return lifecycle.observe(self, refs, context_tags)
+
+    def gc(self, apply: bool = False, delete: bool = False, limit: int | None = None) -> dict[str, Any]:
+        """Archive (or trash) short-term memories under the forget threshold; preview by default."""
+        from vaultmem import lifecycle
+
+        return lifecycle.gc(self, apply=apply, delete=delete, limit=limit)
+
+    def promote(self, ref: str | None = None, auto: bool = False, apply: bool = True,
+                force: bool = False) -> dict[str, Any]:
+        """Move memories that meet the criteria from memory/stm/ to memory/ltm/."""
+        from vaultmem import lifecycle
+
+        return lifecycle.promote(self, ref, auto=auto, apply=apply, force=force)
+
+    def maintenance(self) -> dict[str, Any]:
+        """gc + promotion as `auto_gc` / `auto_promote` allow (the watcher calls this)."""
+        from vaultmem import lifecycle
+
+        return lifecycle.maintenance(self)
+
+    def search_unified(self, query: str | None = None, *, tags: Sequence[str] = (), limit: int = 10,
+                       stm_weight: float = 1.0, ltm_weight: float = 0.7, window_days: float | None = None,
+                       min_score: float | None = None, page: int = 1, page_size: int = 10,
+                       preview_length: int = 300, verbose: bool = False) -> dict[str, Any]:
+        """STM, LTM and the person's own notes in one ranking, deduplicated and paginated."""
+        from vaultmem import lifecycle
+
+        return lifecycle.search_unified(
+            self, query, tags=tags, limit=limit, stm_weight=stm_weight, ltm_weight=ltm_weight,
+            window_days=window_days, min_score=min_score, page=page, page_size=page_size,
+            preview_length=preview_length, verbose=verbose)
+
+    def decay_curve(self, days: Sequence[float] | None = None, use_count: int = 0,
+                    strength: float = 1.0) -> dict[str, Any]:
+        """One memory's score over time under every decay model (these settings)."""
+        from vaultmem import lifecycle
+
+        return lifecycle.decay_curve(self.settings, days or lifecycle.CURVE_DAYS, use_count, strength)
+
     # -- stats and index upkeep ---------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         self.sync()
@@ -453,6 +517,10 @@ class MemoryStore:
     def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
         self.vault.require()
         report = self.index.rebuild(progress)
+        if report.status_mismatch:
+            from vaultmem import lifecycle
+
+            lifecycle.reconcile_statuses(self, report.status_mismatch)
         indexed = report.added - len(report.malformed)
         return {
             "success": True,

@@ -1,0 +1,716 @@
+"""The memory lifecycle on vault files: reinforcement, review, gc, promotion, unified search.
+
+Selection always runs on the index catalog (no file is read to find candidates); every
+change re-reads its note under the vault lock right before acting, so an edit a person
+made in Obsidian between a preview and an apply is re-evaluated and never clobbered.
+Notes move between folders with their file name unchanged, so wikilinks keep resolving.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import math
+import re
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from vaultmem import decay
+from vaultmem import note as notes
+from vaultmem.config import Settings
+from vaultmem.errors import InvalidInput, MalformedNote, NotFound, VaultmemError
+from vaultmem.index import Record, iso, record_from_text
+from vaultmem.timeutil import days_between, parse_time
+
+if TYPE_CHECKING:
+    from vaultmem.store import MemoryStore
+
+GC_LIMIT_MAX = 10_000
+SAMPLE_IDS = 10  # gc's memory_ids is a sample, as in the seed
+MAX_CANDIDATES_SHOWN = 20
+PREVIEW_CHARS = 100
+CURVE_DAYS = (0, 1, 2, 3, 5, 7, 10, 14, 21, 30)
+
+
+# -- pure helpers ---------------------------------------------------------------------------
+
+
+def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
+    """|A ∩ B| / |A ∪ B| over lower-cased tags; 0 when both are empty."""
+    sa, sb = {x.lower() for x in a}, {x.lower() for x in b}
+    union = sa | sb
+    return len(sa & sb) / len(union) if union else 0.0
+
+
+def is_cross_domain(memory_tags: Sequence[str], context_tags: Sequence[str], settings: Settings) -> bool:
+    """Used outside its usual context: tag Jaccard below the threshold (both sides tagged)."""
+    if not memory_tags or not context_tags:
+        return False
+    return jaccard(memory_tags, context_tags) < settings.cross_domain_threshold
+
+
+def review_priority(score: float, settings: Settings) -> float:
+    """0 outside the danger zone (0.15-0.35); inside, 1 at its centre falling linearly to 0 at its edges."""
+    lo, hi = settings.review_danger_zone_min, settings.review_danger_zone_max
+    if not lo <= score <= hi or hi <= lo:
+        return 0.0
+    centre, half = (lo + hi) / 2, (hi - lo) / 2
+    return max(0.0, 1.0 - abs(score - centre) / half)
+
+
+def decay_urgency(score: float, settings: Settings) -> str:
+    """The DecayAnalyzer's urgency: high below the zone, medium in its lower, low in its upper half."""
+    lo, hi = settings.review_danger_zone_min, settings.review_danger_zone_max
+    if score < lo:
+        return "high"
+    return "medium" if score < (lo + hi) / 2 + 1e-12 else "low"
+
+
+def promotion_reason(score: float, use_count: int, created: dt.datetime, now: dt.datetime,
+                     settings: Settings) -> str | None:
+    """Why a memory qualifies for promotion, or None.
+
+    score >= promote_threshold counts only once the memory was used again (use_count >= 1):
+    a brand-new memory scores its strength (>= 1.0) and must not qualify just for being new.
+    """
+    if use_count >= 1 and score >= settings.promote_threshold:
+        return f"High score ({score:.2f} >= {settings.promote_threshold:g})"
+    window = settings.promote_time_window_days
+    if use_count >= settings.promote_use_count and days_between(created, now) <= window:
+        return f"Frequent use ({use_count} >= {settings.promote_use_count} uses within {window:g} days)"
+    return None
+
+
+def access_history(current: Record, now: dt.datetime, settings: Settings) -> list[dt.datetime]:
+    """The note's `access_times` with `now` appended, the most recent `access_history_size` kept."""
+    times = [parse_time(v) for v in _access_list(current.props)]
+    kept = sorted(t for t in times if t is not None)
+    kept.append(now)
+    return kept[-settings.access_history_size:]
+
+
+def access_changes(current: Record, now: dt.datetime, settings: Settings) -> dict[str, Any]:
+    """`access_times` to write on a use: only under the actr model, the one that reads it.
+
+    Other models need only use_count and last_used, so their notes stay free of the list;
+    switching to actr later works from use_count, created and last_used (older uses are
+    approximated, see decay.actr_activation) and the list fills from then on.
+    """
+    if settings.decay_model != "actr":
+        return {}
+    return {"access_times": access_history(current, now, settings)}
+
+
+def record_score(rec: Record, now: dt.datetime, settings: Settings) -> float:
+    """A catalog record's decay score under the configured model."""
+    return decay.score(
+        use_count=rec.use_count, last_used=rec.last_used_dt or now, strength=rec.strength, now=now,
+        settings=settings, memory_type=rec.memory_type, pinned=rec.pinned,
+        created=rec.created_dt, access_times=_access_list(rec.props), urgency=_urgency(rec.props),
+    )
+
+
+def record_activation(rec: Record, now: dt.datetime, settings: Settings) -> float:
+    """ACT-R activation of a record (whatever the configured model)."""
+    rate, baseline = decay.actr_params(_urgency(rec.props), settings)
+    last_used = rec.last_used_dt or now
+    return decay.actr_activation(
+        created=rec.created_dt or last_used, last_used=last_used, use_count=rec.use_count,
+        access_times=_access_list(rec.props), now=now, rate=rate, baseline=baseline,
+        unit_s=settings.actr_time_unit_s,
+    )
+
+
+def _access_list(props: dict[str, Any]) -> list[Any]:
+    raw = props.get("access_times")
+    return list(raw) if isinstance(raw, list) else notes.as_list(raw)
+
+
+def _urgency(props: dict[str, Any]) -> str | None:
+    value = props.get("urgency")
+    return value if isinstance(value, str) else None
+
+
+def decay_curve(settings: Settings, days: Sequence[float] = CURVE_DAYS, use_count: int = 0,
+                strength: float = 1.0) -> dict[str, Any]:
+    """One memory's score over time under every model (last used at day 0, never again)."""
+    from vaultmem.config import DECAY_MODELS
+
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    rows = []
+    for d in days:
+        now = start + dt.timedelta(days=d)
+        row: dict[str, Any] = {"day": d}
+        for model in DECAY_MODELS:
+            s = dataclasses.replace(settings, decay_model=model)
+            row[model] = round(decay.score(use_count=use_count, last_used=start, strength=strength,
+                                           now=now, settings=s, created=start), 6)
+        rows.append(row)
+    return {"success": True, "models": list(DECAY_MODELS), "use_count": use_count,
+            "strength": strength, "rows": rows}
+
+
+# -- catalog scans (no file reads) -------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Candidate:
+    """A memory selected from the catalog for gc or promotion."""
+
+    path: str
+    id: str
+    score: float
+    use_count: int
+    created: dt.datetime
+    reason: str = ""
+
+
+def scan_catalog(store: "MemoryStore", status: str, now: dt.datetime) -> Iterable[tuple[Any, ...]]:
+    """(path, id, score, use_count, created_ts) of every memory with `status`, from the catalog only."""
+    s = store.settings
+    rows = store.index.db.execute(
+        "SELECT path, id, created, last_used, use_count, strength, memory_type, pinned, props"
+        " FROM notes WHERE kind = 'memory' AND status = ?", (status,))
+    now_ts = now.timestamp()
+    beta = s.decay_beta
+    actr = s.decay_model == "actr"
+    for path, mid, created, last_used, use_count, strength, memory_type, pinned, props in rows:
+        use_count = use_count or 0
+        last = last_used if last_used is not None else now_ts
+        if pinned or (memory_type or "").lower() in decay.IMMUNE_TYPES:
+            score = (use_count + 1) ** beta * strength
+        elif actr:
+            meta = json.loads(props or "{}")
+            score = decay.score(
+                use_count=use_count, last_used=_dt(last), strength=strength, now=now, settings=s,
+                created=_dt(created if created is not None else last),
+                access_times=_access_list(meta), urgency=_urgency(meta))
+        else:
+            score = (use_count + 1) ** beta * decay.decay_factor(now_ts - last, s) * strength
+        yield path, mid, score, use_count, created if created is not None else last
+
+
+def _dt(ts: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc)
+
+
+def gc_candidates(store: "MemoryStore", now: dt.datetime) -> list[Candidate]:
+    """Short-term memories under the forget threshold, most forgotten first."""
+    threshold = store.settings.forget_threshold
+    found = [Candidate(p, i, sc, u, _dt(c)) for p, i, sc, u, c in scan_catalog(store, "active", now)
+             if sc < threshold]
+    found.sort(key=lambda c: (c.score, c.path))
+    return found
+
+
+def promotion_candidates(store: "MemoryStore", now: dt.datetime) -> list[Candidate]:
+    """Short-term memories meeting the promotion criteria, best first."""
+    s = store.settings
+    found = []
+    min_uses = min(1, s.promote_use_count)
+    for p, i, sc, u, c in scan_catalog(store, "active", now):
+        if u < min_uses:
+            continue
+        reason = promotion_reason(sc, u, _dt(c), now, s)
+        if reason:
+            found.append(Candidate(p, i, sc, u, _dt(c), reason))
+    found.sort(key=lambda c: (-c.score, c.path))
+    return found
+
+
+# -- the re-check under the lock ---------------------------------------------------------------
+
+
+def _read_current(store: "MemoryStore", cand: Candidate) -> tuple[Record | None, str]:
+    """The note as it is on disk now, or None and why it can no longer be acted on."""
+    path = store.vault.abs(cand.path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        st = path.stat()
+    except FileNotFoundError:
+        return None, "moved or deleted since it was selected"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"cannot read it: {exc}"
+    try:
+        rec = record_from_text(store.vault, cand.path, text, (st.st_mtime_ns, st.st_size))
+    except MalformedNote as exc:
+        return None, f"malformed: {exc.reason}"
+    if rec.kind != "memory" or rec.id != cand.id:
+        return None, "the file no longer holds this memory"
+    return rec, ""
+
+
+def _move_and_mark(store: "MemoryStore", rel: str, folder: str, changes: dict[str, Any]) -> str:
+    """Move a note (name unchanged), then set `changes` on the moved file; caller holds the lock."""
+    new_rel = store.vault.move(rel, folder)
+    path = store.vault.abs(new_rel)
+    text = path.read_text(encoding="utf-8")  # re-read: the move kept any last-second edit
+    new_text = notes.update_frontmatter(text, changes)
+    if new_text != text:
+        store.vault.write_text(path, new_text)
+    store.index.refresh([new_rel], removed=[rel])
+    return new_rel
+
+
+# -- gc ------------------------------------------------------------------------------------------
+
+
+def gc(store: "MemoryStore", apply: bool = False, delete: bool = False, limit: int | None = None) -> dict[str, Any]:
+    """Archive (or move to .trash/) short-term memories under the forget threshold."""
+    if limit is not None and not 1 <= limit <= GC_LIMIT_MAX:
+        raise InvalidInput(f"limit must be between 1 and {GC_LIMIT_MAX:,}, got {limit}")
+    store.sync()
+    now = store.now()
+    threshold = store.settings.forget_threshold
+    candidates = gc_candidates(store, now)
+    if limit is not None:
+        candidates = candidates[:limit]
+    done: list[Candidate] = []
+    skipped: list[dict[str, Any]] = []
+    if not apply:
+        done = candidates
+    else:
+        archive = store.settings.archive_dir.strip("/")
+        for cand in candidates:
+            with store.vault.lock():
+                rec, why = _read_current(store, cand)
+                if rec is not None:
+                    if rec.status != "active":
+                        rec, why = None, f"now {rec.status}, no longer in short-term memory"
+                    else:
+                        cand.score = record_score(rec, now, store.settings)
+                        if cand.score >= threshold:
+                            rec, why = None, f"score is now {cand.score:.4f} (>= {threshold:g}): edited since selected"
+                if rec is None:
+                    skipped.append({"id": cand.id, "path": cand.path, "reason": why})
+                    continue
+                try:
+                    if delete:
+                        store.vault.trash(cand.path)
+                        store.index.refresh([], removed=[cand.path])
+                    else:
+                        _move_and_mark(store, cand.path, archive, {"status": "archived", "archived_at": now})
+                except VaultmemError as exc:
+                    skipped.append({"id": cand.id, "path": cand.path, "reason": str(exc)})
+                    continue
+            done.append(cand)
+    n = len(done)
+    freed = round(float(sum(c.score for c in done)), 4)
+    target = ".trash/" if delete else f"{store.settings.archive_dir.strip('/')}/"
+    verb = ("Would remove" if delete else "Would archive") if not apply else ("Removed" if delete else "Archived")
+    message = f"{verb} {n} low-scoring memor{'y' if n == 1 else 'ies'} (threshold: {threshold:g})"
+    if n:
+        message += f", moved to {target}" if apply else f"; run with --apply to move them to {target}"
+    if skipped:
+        message += f"; skipped {len(skipped)} changed since selection"
+    return {
+        "success": True,
+        "dry_run": not apply,
+        "removed_count": n if delete else 0,
+        "archived_count": 0 if delete else n,
+        "freed_score_sum": freed,
+        "memory_ids": [c.id for c in done[:SAMPLE_IDS]],
+        "total_affected": n,
+        "skipped": skipped,
+        "message": message,
+    }
+
+
+# -- promotion -------------------------------------------------------------------------------------
+
+
+def promote(store: "MemoryStore", ref: str | None = None, auto: bool = False, apply: bool = True,
+            force: bool = False) -> dict[str, Any]:
+    """Move memories that earned it from memory/stm/ to memory/ltm/ (`status: promoted`)."""
+    if not ref and not auto:
+        raise InvalidInput("pass a memory id to promote, or --auto to find the candidates")
+    store.sync()
+    now = store.now()
+    s = store.settings
+    ltm = s.ltm_dir.strip("/")
+    if ref:
+        rec = store.resolve(ref)
+        score = record_score(rec, now, s)
+        if rec.status == "promoted":
+            return _promote_result(apply, [], [], [], f"Memory {rec.id} is already promoted ({rec.path})")
+        created = rec.created_dt or now
+        reason = promotion_reason(score, rec.use_count, created, now, s)
+        if reason is None and force:
+            reason = "Forced"
+        if reason is None:
+            why = (f"score {score:.2f} needs >= {s.promote_threshold:g} with at least one use, or "
+                   f"{s.promote_use_count} uses within {s.promote_time_window_days:g} days "
+                   f"(has {rec.use_count}); use --force to promote anyway")
+            return _promote_result(apply, [], [], [], f"Memory {rec.id} does not meet the promotion criteria: {why}")
+        candidates = [Candidate(rec.path, rec.id or "", score, rec.use_count, created, reason)]
+    else:
+        candidates = promotion_candidates(store, now)
+    promoted: list[Candidate] = []
+    skipped: list[dict[str, Any]] = []
+    if apply:
+        for cand in candidates:
+            with store.vault.lock():
+                rec, why = _read_current(store, cand)
+                if rec is not None:
+                    if rec.status == "promoted":
+                        rec, why = None, "already promoted"
+                    else:
+                        cand.score = record_score(rec, now, s)
+                        if cand.reason != "Forced":
+                            reason = promotion_reason(cand.score, rec.use_count, rec.created_dt or now, now, s)
+                            if reason is None:
+                                rec, why = None, f"no longer meets the criteria (score {cand.score:.4f}, used {rec.use_count}×)"
+                            else:
+                                cand.reason = reason
+                if rec is None:
+                    skipped.append({"id": cand.id, "path": cand.path, "reason": why})
+                    continue
+                try:
+                    _move_and_mark(store, cand.path, ltm, {"status": "promoted", "promoted_at": now})
+                except VaultmemError as exc:
+                    skipped.append({"id": cand.id, "path": cand.path, "reason": str(exc)})
+                    continue
+            promoted.append(cand)
+    shown = promoted if apply else candidates
+    n = len(promoted) if apply else len(candidates)
+    noun = f"memor{'y' if n == 1 else 'ies'}"
+    message = (f"Promoted {n} {noun} to {ltm}/" if apply else f"Would promote {n} {noun} to {ltm}/")
+    if skipped:
+        message += f"; skipped {len(skipped)} changed since selection"
+    return _promote_result(apply, candidates, promoted, shown, message, skipped, store, now)
+
+
+def _promote_result(apply: bool, candidates: list[Candidate], promoted: list[Candidate],
+                    shown: list[Candidate], message: str, skipped: list[dict[str, Any]] | None = None,
+                    store: "MemoryStore | None" = None, now: dt.datetime | None = None) -> dict[str, Any]:
+    details = []
+    if shown and store is not None and now is not None:
+        top = shown[:MAX_CANDIDATES_SHOWN]
+        by_id = {r.id: r for r in store.index.records(
+            f"kind = 'memory' AND id IN ({','.join('?' * len(top))})", [c.id for c in top])}
+        for c in shown[:MAX_CANDIDATES_SHOWN]:
+            rec = by_id.get(c.id)
+            content = rec.content if rec else ""
+            details.append({
+                "id": c.id,
+                "content_preview": preview(content, PREVIEW_CHARS),
+                "reason": c.reason,
+                "score": round(c.score, 4),
+                "use_count": c.use_count,
+                "age_days": round(days_between(c.created, now), 2),
+            })
+    return {
+        "success": True,
+        "dry_run": not apply,
+        "candidates_found": len(candidates),
+        "promoted_count": len(promoted),
+        "promoted_ids": [c.id for c in promoted],
+        "candidates": details,
+        "skipped": skipped or [],
+        "message": message,
+    }
+
+
+def preview(content: str, length: int) -> str:
+    """The first `length` characters (0 = everything), with ... when cut."""
+    if length <= 0 or len(content) <= length:
+        return content
+    return content[:length].rstrip() + "..."
+
+
+# -- maintenance ---------------------------------------------------------------------------------------
+
+
+def maintenance(store: "MemoryStore") -> dict[str, Any]:
+    """One gc + promotion pass; applies only what `auto_gc` / `auto_promote` allow."""
+    s = store.settings
+    gc_result = gc(store, apply=s.auto_gc)
+    promote_result = promote(store, auto=True, apply=s.auto_promote)
+    parts = [gc_result["message"], promote_result["message"]]
+    return {
+        "success": True,
+        "applied": {"gc": s.auto_gc, "promote": s.auto_promote},
+        "gc": gc_result,
+        "promote": promote_result,
+        "next_run_in_s": s.maintenance_interval,
+        "message": "; ".join(parts),
+    }
+
+
+# -- observe (natural spaced repetition) -----------------------------------------------------------
+
+
+def observe(store: "MemoryStore", refs: Sequence[str], context_tags: Sequence[str] = ()) -> dict[str, Any]:
+    """Memories used in a response: reinforce them, count reviews, boost cross-domain use."""
+    from vaultmem.store import validate_tags
+
+    if not refs:
+        raise InvalidInput("no memory ids given; pass the ids of the memories you used")
+    if len(refs) > 100:
+        raise InvalidInput(f"{len(refs)} memory ids given; the limit is 100")
+    context = validate_tags(context_tags)
+    s = store.settings
+    if not s.auto_reinforce:
+        return {"reinforced": False, "reason": "auto_reinforce is disabled in config", "count": 0}
+    store.sync()
+    now = store.now()
+    results: list[dict[str, Any]] = []
+    cross_count = 0
+    for ref in refs:
+        try:
+            rec = store.resolve(ref)
+        except NotFound:
+            results.append({"id": ref, "status": "not_found"})
+            continue
+        flags: dict[str, bool] = {}
+
+        def change(current: Record) -> dict[str, Any]:
+            cross = is_cross_domain(current.tags, context, s)
+            flags["cross"] = cross
+            review_count = int(notes.as_number(current.props.get("review_count"), 0)) + 1
+            changes: dict[str, Any] = {
+                "use_count": current.use_count + 1,
+                "last_used": now,
+                **access_changes(current, now, s),
+                "review_count": review_count,
+                "last_review": now,
+            }
+            if cross:
+                changes["strength"] = round(min(2.0, current.strength + s.cross_domain_boost), 3)
+                changes["cross_domain_count"] = int(notes.as_number(current.props.get("cross_domain_count"), 0)) + 1
+            return changes
+
+        updated = store.modify(rec, change)
+        cross_count += flags.get("cross", False)
+        results.append({
+            "id": updated.id,
+            "status": "reinforced",
+            "cross_domain": flags.get("cross", False),
+            "new_use_count": updated.use_count,
+            "new_review_count": int(notes.as_number(updated.props.get("review_count"), 0)),
+            "strength": updated.strength,
+        })
+    count = sum(1 for r in results if r["status"] == "reinforced")
+    return {
+        "success": count > 0,
+        "reinforced": count > 0,
+        "count": count,
+        "cross_domain_count": cross_count,
+        "results": results,
+        "message": f"Reinforced {count} memor{'y' if count == 1 else 'ies'}"
+                   f" ({cross_count} cross-domain)",
+    }
+
+
+# -- review candidates in search ---------------------------------------------------------------------
+
+
+def blend_review_candidates(ranked: list[tuple[Record, float, float | None, float]], top_k: int,
+                            settings: Settings) -> list[tuple[Record, float, float | None, float, bool]]:
+    """The top_k results with due review candidates blended in, each flagged.
+
+    Review candidates are matches ranked below top_k whose score is in the danger zone
+    (0.15-0.35): they take every ~1/review_blend_ratio-th slot (3rd, 6th, 9th at 0.3),
+    highest review priority first, so relevant memories about to be forgotten surface.
+    """
+    primary = [(*r, False) for r in ranked[:top_k]]
+    n_review = int(round(top_k * settings.review_blend_ratio))
+    if n_review <= 0 or len(ranked) <= top_k:
+        return primary
+    due = [(review_priority(r[1], settings), i, r) for i, r in enumerate(ranked[top_k:])]
+    due = [d for d in due if d[0] > 0]
+    due.sort(key=lambda d: (-d[0], d[1]))
+    review = [(*d[2], True) for d in due[:n_review]]
+    if not review:
+        return primary
+    keep = primary[: top_k - len(review)]
+    step = max(2, int(round(1 / settings.review_blend_ratio))) if settings.review_blend_ratio > 0 else top_k + 1
+    out: list[tuple[Record, float, float | None, float, bool]] = []
+    while keep or review:
+        if review and (len(out) + 1) % step == 0 or not keep:
+            out.append(review.pop(0))
+        else:
+            out.append(keep.pop(0))
+    return out[:top_k]
+
+
+# -- hand-moved notes --------------------------------------------------------------------------------
+
+
+def reconcile_statuses(store: "MemoryStore", paths: Sequence[str]) -> list[str]:
+    """Make `status` agree with the folder of notes a person moved by hand (one-line rewrite).
+
+    The rewrite changes the file, whose next sync then finds the status agreeing: no loop.
+    """
+    fixed = []
+    for rel in paths:
+        rec = store.index.get(rel)
+        if rec is None or rec.kind != "memory" or store.vault.status_of(rel) is None:
+            continue
+        try:
+            store.modify(rec, lambda current: {"status": current.status})
+        except (VaultmemError, OSError):
+            continue  # gone or broken since the sync: the next sync reports it
+        fixed.append(rel)
+    return fixed
+
+
+# -- unified search ----------------------------------------------------------------------------------
+
+
+def _content_key(text: str) -> str:
+    return hashlib.sha1(re.sub(r"\s+", " ", text).strip().lower().encode("utf-8")).hexdigest()
+
+
+def search_unified(
+    store: "MemoryStore",
+    query: str | None = None,
+    *,
+    tags: Sequence[str] = (),
+    limit: int = 10,
+    stm_weight: float = 1.0,
+    ltm_weight: float = 0.7,
+    window_days: float | None = None,
+    min_score: float | None = None,
+    page: int = 1,
+    page_size: int = 10,
+    preview_length: int = 300,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """STM memories, LTM memories and the person's own notes in one ranking.
+
+    rank = weight * base, where base is rank_score(relevance, decay score) for memories
+    and relevance for vault notes (they do not decay); weight is stm_weight for active
+    memories, ltm_weight for promoted memories and vault notes. window_days and min_score
+    filter STM only, as in the seed. Duplicates (same id, or same text) keep their best.
+    """
+    from vaultmem.store import rank_score, validate_tags
+
+    if not 1 <= limit <= 100:
+        raise InvalidInput(f"limit must be between 1 and 100, got {limit}")
+    for name, w in (("stm_weight", stm_weight), ("ltm_weight", ltm_weight)):
+        if not 0.0 <= w <= 2.0:
+            raise InvalidInput(f"{name} must be between 0.0 and 2.0, got {w}")
+    if window_days is not None and window_days <= 0:
+        raise InvalidInput(f"window_days must be a positive number of days, got {window_days}")
+    if min_score is not None and min_score < 0:
+        raise InvalidInput(f"min_score must be 0 or more, got {min_score}")
+    if page < 1:
+        raise InvalidInput(f"page must be 1 or more, got {page}")
+    if not 1 <= page_size <= 100:
+        raise InvalidInput(f"page_size must be between 1 and 100, got {page_size}")
+    if not 0 <= preview_length <= 5000:
+        raise InvalidInput(f"preview_length must be between 0 and 5000 (0 = full content), got {preview_length}")
+    tags = validate_tags(tags)
+    text = (query or "").strip()
+    if len(text) > 2000:
+        raise InvalidInput(f"query is {len(text)} characters; keep it under 2000")
+    store.sync()
+    now = store.now()
+    s = store.settings
+    since = now - dt.timedelta(days=window_days) if window_days else None
+    scored: list[tuple[float, Record, float | None, float | None, str]] = []
+
+    def keep_stm(rec: Record, score: float) -> bool:
+        if since is not None and (rec.last_used or 0) < since.timestamp():
+            return False
+        return min_score is None or score >= min_score
+
+    if text:
+        fetch = max(s.search_candidates, limit * 5)
+        hits, _total = store.index.search(text, kinds=("memory", "note"), statuses=None, tags=tags, limit=fetch)
+        best = hits[0][1] if hits and hits[0][1] > 0 else 1.0
+        records = store.index.by_paths([p for p, _ in hits])
+        for path, bm25 in hits:
+            rec = records.get(path)
+            if rec is None:
+                continue
+            relevance = bm25 / best
+            if rec.kind == "note":
+                scored.append((ltm_weight * relevance, rec, None, relevance, "vault"))
+                continue
+            if rec.status not in ("active", "promoted"):
+                continue
+            score = record_score(rec, now, s)
+            if rec.status == "active":
+                if keep_stm(rec, score):
+                    scored.append((stm_weight * rank_score(relevance, score, s.decay_weight), rec, score, relevance, "stm"))
+            else:
+                scored.append((ltm_weight * rank_score(relevance, score, s.decay_weight), rec, score, relevance, "ltm"))
+    else:
+        wanted = {t.lower() for t in tags}
+        for rec in store.index.records("kind = 'memory' AND status IN ('active', 'promoted')"):
+            if wanted and not wanted & {t.lower() for t in rec.tags}:
+                continue
+            score = record_score(rec, now, s)
+            if rec.status == "active":
+                if keep_stm(rec, score):
+                    scored.append((stm_weight * score, rec, score, None, "stm"))
+            else:
+                scored.append((ltm_weight * score, rec, score, None, "ltm"))
+    scored.sort(key=lambda x: (-x[0], x[1].path))
+    seen_ids: set[str] = set()
+    seen_text: set[str] = set()
+    unique = []
+    for item in scored:
+        rec = item[1]
+        key = _content_key(rec.content)
+        if (rec.id and rec.id in seen_ids) or key in seen_text:
+            continue
+        if rec.id:
+            seen_ids.add(rec.id)
+        seen_text.add(key)
+        unique.append(item)
+        if len(unique) >= limit:
+            break
+    total = len(unique)
+    total_pages = max(1, math.ceil(total / page_size))
+    window = unique[(page - 1) * page_size: page * page_size]
+    results = []
+    for rank, rec, score, relevance, source in window:
+        results.append({
+            "id": rec.id,
+            "source": source,
+            "title": rec.title,
+            "content": preview(rec.content, preview_length),
+            "tags": rec.tags,
+            "status": rec.status if rec.kind == "memory" else None,
+            "score": round(rank, 4),
+            "decay_score": None if score is None else round(score, 4),
+            "relevance": None if relevance is None else round(relevance, 4),
+            "last_used": iso(rec.last_used),
+            "path": rec.path,
+        })
+    pagination = {"page": page, "page_size": page_size, "total_count": total, "total_pages": total_pages,
+                  "has_more": page < total_pages}
+    return {
+        "success": True,
+        "count": len(results),
+        "results": results,
+        "pagination": pagination,
+        "text": format_unified(results, pagination, verbose),
+    }
+
+
+LABELS = {"stm": "STM", "ltm": "LTM", "vault": "Vault"}
+
+
+def format_unified(results: list[dict[str, Any]], pagination: dict[str, Any], verbose: bool) -> str:
+    """The seed's formatted text block: one entry per result, best first."""
+    if not results:
+        return "No results found."
+    lines = [f"Found {pagination['total_count']} result{'' if pagination['total_count'] == 1 else 's'} (page {pagination['page']} of {pagination['total_pages']}):", ""]
+    first = (pagination["page"] - 1) * pagination["page_size"]
+    for n, item in enumerate(results, first + 1):
+        body = item["content"].strip().replace("\n", "\n   ")
+        lines.append(f"{n}. [{LABELS[item['source']]}] {body}")
+        detail = f"   score: {item['score']:.4f}"
+        if item["tags"]:
+            detail += f" · tags: {', '.join(item['tags'])}"
+        lines.append(detail)
+        if verbose:
+            ident = f"id: {item['id']} · " if item["id"] else ""
+            lines.append(f"   {ident}path: {item['path']}")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")

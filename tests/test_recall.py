@@ -93,10 +93,25 @@ def test_tag_boundaries():
         "Mesh Fact", "Grounded", "Grounded", "Inferred", "Inferred", "Uncertain"]
 
 
-def test_decay_status():
-    assert R.decay_status("archived", 1.0, 0.05) == "archived"
-    assert R.decay_status("active", 0.0999, 0.05) == "fading"
-    assert R.decay_status("promoted", 0.1, 0.05) == "active"
+def test_decay_status_follows_actr_activation(store, clock):
+    from vaultmem import decay, lifecycle
+
+    saved = store.save("The staging host is stage-02")
+    proc = store.save("To rotate keys: run vault rotate", memory_type="procedural")
+    rec, prec = store.resolve(saved["memory_id"]), store.resolve(proc["memory_id"])
+    seen = {}
+    for days in (0, 1, 7, 30, 90, 365, 3650):
+        now = clock.current + dt.timedelta(days=days)
+        act = lifecycle.record_activation(rec, now, store.settings)
+        seen[days] = R.decay_status(rec, now, store.settings)
+        expected = decay.activation_status(act, store.settings)
+        assert seen[days] == ("fading" if expected == "archived" else expected)
+        assert R.decay_status(prec, now, store.settings) == "active"  # procedural never decays
+    assert seen == {0: "active", 1: "active", 7: "fading", 30: "fading", 90: "fading", 365: "fading",
+                    3650: "fading"}
+    store.vault.move(rec.path, "memory/archive")
+    store.sync()
+    assert R.decay_status(store.resolve(saved["memory_id"]), clock.current, store.settings) == "archived"
 
 
 # -- diversity ---------------------------------------------------------------------------------
@@ -163,7 +178,8 @@ def test_signals_recomputed_exactly(store, clock):
     assert r["id"] == saved["memory_id"]
     assert r["signals"] == {"similarity": 1.0, "recency": 0.5, "importance": round(0.8 * 0.73, 4),
                             "frequency": 0.0, "type_relevance": 0.5}
-    assert r["score"] == round(0.4 * 1.0 + 0.2 * 0.5 + 0.2 * 0.8 * 0.73 + 0.1 * 0.5, 4)
+    assert r["decayStatus"] == "fading"  # ACT-R activation -3.07 after a week unused
+    assert r["score"] == round((0.4 * 1.0 + 0.2 * 0.5 + 0.2 * 0.8 * 0.73 + 0.1 * 0.5) * 0.7, 4)
 
 
 def test_temporal_intent_prefers_the_recent_memory(store, clock):

@@ -85,7 +85,6 @@ _INTENT_RES = tuple((intent, re.compile(pattern, re.I)) for intent, pattern in I
 RECENCY_HALF_LIFE_DAYS = 7.0  # recency = 0.5 ** (days since last use / 7)
 FREQUENCY_CAP = 20  # frequency = log(1 + uses) / log(1 + 20), capped at 1
 DEFAULT_IMPORTANCE = 0.5  # when a note has neither `importance` nor `priority_score`
-FADING_SCORE_FACTOR = 2.0  # fading: decay score below 2 x forget_threshold (0.1 by default)
 FADING_PENALTY = 0.7  # a fading memory keeps 70% of its score
 
 # -- confidence (seed: retrieval quality 50%, cross-agent agreement 30%, source trust 20%) -----
@@ -214,11 +213,23 @@ def confidence_tag(score: float) -> str:
     return "Uncertain"
 
 
-def decay_status(status: str | None, decay_score: float, forget_threshold: float) -> str:
-    """archived (in the archive folder), fading (score < 2 x forget threshold) or active."""
-    if status == "archived":
+def decay_status(rec: "Record", now: "dt.datetime", settings: Any) -> str:
+    """The seed's decay status from ACT-R activation (lifecycle): active >= -2, fading, archived < -4.
+
+    "archived" (excluded from recall) means in the archive folder, where gc puts memories
+    that decayed. A memory whose activation fell below -4 but that gc has not moved is
+    reported "fading" (penalised, still found): otherwise every memory unused for a month
+    would vanish from recall before anyone decided to archive it. Procedural, core and
+    pinned memories never decay, so they are always active.
+    """
+    from vaultmem import decay, lifecycle
+
+    if rec.status == "archived":
         return "archived"
-    return "fading" if decay_score < FADING_SCORE_FACTOR * forget_threshold else "active"
+    if decay.is_immune(rec.memory_type, rec.pinned):
+        return "active"
+    status = decay.activation_status(lifecycle.record_activation(rec, now, settings), settings)
+    return "fading" if status == "archived" else status
 
 
 def is_visible(rec: "Record", agent: str | None) -> bool:
@@ -307,7 +318,6 @@ def recall(store: "MemoryStore", query: str, *, limit: int = 5, min_score: float
     records = store.index.by_paths([p for p, _ in hits])
     best = hits[0][1] if hits else 0.0
     scored = []
-    threshold = store.settings.forget_threshold
     for path, bm25 in hits:
         rec = records.get(path)
         if rec is None or not is_visible(rec, agent):
@@ -316,7 +326,7 @@ def recall(store: "MemoryStore", query: str, *, limit: int = 5, min_score: float
             continue
         if wanted_types is not None and (rec.memory_type or "").lower() not in wanted_types:
             continue
-        dstatus = decay_status(rec.status, store.score_of(rec, now), threshold)
+        dstatus = decay_status(rec, now, store.settings)
         if dstatus == "archived":
             continue
         signals = {
@@ -355,9 +365,11 @@ def recall(store: "MemoryStore", query: str, *, limit: int = 5, min_score: float
     for r in results:
         r["score"] = round(r["score"], 4)
     if record_access and results:
+        from vaultmem.lifecycle import access_changes
+
         for r in results:
-            rec = by_id[r["id"]]
-            store.modify(rec, lambda cur: {"use_count": cur.use_count + 1, "last_used": now})
+            store.modify(by_id[r["id"]], lambda cur: {"use_count": cur.use_count + 1, "last_used": now,
+                                                      **access_changes(cur, now, store.settings)})
     if remember:
         from vaultmem import feedback
 

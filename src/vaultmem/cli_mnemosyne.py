@@ -240,3 +240,175 @@ def block_list(vault: str | None, as_json: bool) -> None:
         click.echo("No blocks yet.")
     for b in result:
         click.echo(f"{b['name']}  v{b['version']}  {b['lastWriter']}  {b['updatedAt']}")
+
+
+# -- agent awareness -------------------------------------------------------------------------------
+
+
+def _pct(items: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{i['name']} ({i['share'] * 100:.0f}%)" for i in items[:3]) or "-"
+
+
+@cli.command()
+@click.argument("agent_id")
+@click.argument("topic")
+@click.option("--limit", type=click.IntRange(1, 100), default=5, show_default=True, help="Memories to show.")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def toma(agent_id: str, topic: str, limit: int, agent: str | None, vault: str | None, as_json: bool) -> None:
+    """What one agent knows about a topic (theory of mind for agents).
+
+    \b
+    Example:
+      vaultmem toma devops-agent "production database"
+    """
+    result = _agent_store(vault, agent).toma(agent_id, topic, limit)
+    if as_json:
+        emit_json(result)
+        return
+    p = result["knowledgeProfile"]
+    click.echo(f"{agent_id} on {topic!r}: {len(result['memories'])} memories "
+               f"(of {p['totalMemories']}; avg confidence {p['avgConfidence']:.2f}; last active {p['lastActiveAt']})")
+    for i, m in enumerate(result["memories"], 1):
+        click.echo(f"  {i}. [{m['confidenceTag']}] ({m['score']:.2f}) {_line(m['text'])}")
+
+
+@cli.command(name="bot-profile")
+@click.argument("agent_id")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def bot_profile(agent_id: str, agent: str | None, vault: str | None, as_json: bool) -> None:
+    """An agent's knowledge profile: totals, top domains and types, confidence, last active.
+
+    \b
+    Example:
+      vaultmem bot-profile devops-agent
+    """
+    p = _agent_store(vault, agent).bot_profile(agent_id)
+    if as_json:
+        emit_json(p)
+        return
+    click.echo(f"Agent:           {p['agentId']}")
+    click.echo(f"Total Memories:  {p['totalMemories']}")
+    click.echo(f"Top Domains:     {_pct(p['domains'])}")
+    click.echo(f"Top Types:       {_pct(p['types'])}")
+    tag = f" ({p['avgConfidenceTag']})" if p["avgConfidenceTag"] else ""
+    click.echo(f"Avg Confidence:  {p['avgConfidence']:.2f}{tag}")
+    click.echo(f"Last Active:     {p['lastActiveAt'] or '-'}")
+
+
+@cli.command(name="knowledge-gap")
+@click.argument("agent_a")
+@click.argument("agent_b")
+@click.argument("topic")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def knowledge_gap(agent_a: str, agent_b: str, topic: str, agent: str | None, vault: str | None,
+                  as_json: bool) -> None:
+    """What AGENT_A knows about TOPIC that AGENT_B does not, and the reverse.
+
+    \b
+    Example:
+      vaultmem knowledge-gap devops-agent backend-agent "Redis"
+    """
+    r = _agent_store(vault, agent).knowledge_gap(agent_a, agent_b, topic)
+    if as_json:
+        emit_json(r)
+        return
+    click.echo(f'Knowledge Gap: {agent_a} vs {agent_b} on "{topic}"')
+    for title, items in ((f"{agent_a} knows (that {agent_b} does not):", r["onlyA"]),
+                         (f"{agent_b} knows (that {agent_a} does not):", r["onlyB"]),
+                         ("Shared knowledge (both agree):", r["shared"])):
+        click.echo("")
+        click.echo(title)
+        if not items:
+            click.echo("  (none)")
+        for i, m in enumerate(items, 1):
+            click.echo(f"  {i}. [{m['confidenceTag']}] {_line(m['text'])}")
+
+
+@cli.command()
+@click.argument("topic")
+@vault_option
+@output_options
+@handle_errors
+def synthesize(topic: str, vault: str | None, as_json: bool) -> None:
+    """Fleet synthesis: facts held independently by 3+ agents become Mesh Facts.
+
+    \b
+    Example:
+      vaultmem synthesize "production architecture"
+    """
+    r = _store(vault).synthesize(topic)
+    if as_json:
+        emit_json(r)
+        return
+    click.echo(f'Fleet Synthesis: "{topic}"')
+    click.echo(f"Sources: {r['sources']} agents contributed")
+    if r["message"]:
+        click.echo(r["message"])
+    click.echo("")
+    click.echo("Synthesized Insights:" if r["insights"] else "No fact is held by two or more agents yet.")
+    for i, item in enumerate(r["insights"], 1):
+        click.echo(f"  {i}. [{item['confidenceTag']}] {_line(item['text'])}  ({', '.join(item['agents'])})")
+    if r["contributingAgents"]:
+        click.echo("")
+        click.echo(f"Contributing agents: {', '.join(r['contributingAgents'])}")
+
+
+@cli.command()
+@vault_option
+@output_options
+@handle_errors
+def count(vault: str | None, as_json: bool) -> None:
+    """Memory counts by folder and by type.
+
+    \b
+    Example:
+      vaultmem count
+    """
+    r = _store(vault).count()
+    if as_json:
+        emit_json(r)
+        return
+    rows = [("Shared Memories:", r["shared"]), ("Private Memories:", r["private"]),
+            ("Skill Library:", r["skills"]), ("Forgotten:", r["deleted"]), ("Total:", r["total"])]
+    for label, value in rows:
+        click.echo(f"{label:<18}{value:>7,}")
+    click.echo("By folder:  " + ", ".join(f"{k} {v}" for k, v in r["byFolder"].items()))
+    click.echo("By type:    " + (", ".join(f"{k} {v}" for k, v in r["byType"].items()) or "-"))
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True, help="Skills to show.")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def skills(query: str | None, limit: int, agent: str | None, vault: str | None, as_json: bool) -> None:
+    """The skill library: procedural memories, newest first or matching QUERY.
+
+    \b
+    Example:
+      vaultmem skills
+      vaultmem skills deploy
+    """
+    r = _agent_store(vault, agent).skills(query, limit)
+    if as_json:
+        emit_json(r)
+        return
+    if query:
+        click.echo(f'Skill Library: {r["total"]} matches for "{query}"')
+    else:
+        click.echo(f"Skill Library: {r['total']} procedures")
+    click.echo("")
+    for i, s in enumerate(r["skills"], 1):
+        score = f" ({s['score']:.2f})" if s["score"] is not None else ""
+        click.echo(f"  {i}. [{s['confidenceTag']}]{score} {_line(s['text'], 80)} ({s['steps']} steps)")

@@ -444,6 +444,39 @@ class MemoryStore:
 
         return blocks.list_(self)
 
+    # -- agent awareness (logic in awareness.py) ------------------------------------------------
+    def toma(self, agent_id: str, topic: str, limit: int = 5) -> dict[str, Any]:
+        """What one agent knows about a topic, with its knowledge profile."""
+        from vaultmem import awareness
+
+        return awareness.toma(self, agent_id, topic, limit, viewer=self.agent)
+
+    def bot_profile(self, agent_id: str) -> dict[str, Any]:
+        from vaultmem import awareness
+
+        return awareness.profile(self, agent_id, viewer=self.agent)
+
+    def knowledge_gap(self, agent_a: str, agent_b: str, topic: str) -> dict[str, Any]:
+        from vaultmem import awareness
+
+        return awareness.knowledge_gap(self, agent_a, agent_b, topic, viewer=self.agent)
+
+    def synthesize(self, topic: str) -> dict[str, Any]:
+        """Facts held independently by >= 3 agents become Mesh Facts."""
+        from vaultmem import awareness
+
+        return awareness.synthesize(self, topic)
+
+    def count(self) -> dict[str, Any]:
+        from vaultmem import awareness
+
+        return awareness.count(self)
+
+    def skills(self, query: str | None = None, limit: int = 20) -> dict[str, Any]:
+        from vaultmem import awareness
+
+        return awareness.skills(self, query, limit, viewer=self.agent)
+
     # -- lifecycle (logic in lifecycle.py) ---------------------------------------------------
     def observe(self, refs: Sequence[str], context_tags: Sequence[str] = ()) -> dict[str, Any]:
         """The seed's observe_memory_usage: reinforce memories used in a response."""

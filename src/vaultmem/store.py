@@ -62,6 +62,8 @@ class MemoryStore:
         # Long-lived processes (MCP server) may skip re-scanning the vault for this many
         # seconds after a scan; vaultmem's own writes are indexed at once either way.
         self.freshness_ttl = 0.0
+        # Set by the CLI on a terminal: shown when a read has to (re)index many notes first.
+        self.progress: Progress | None = None
         self._last_scan = float("-inf")
         self.agent: str | None = None  # default agent id for Mnemosyne calls (`--agent`, VAULTMEM_AGENT)
 
@@ -85,7 +87,7 @@ class MemoryStore:
         self.vault.require()
         if self.freshness_ttl and time.monotonic() - self._last_scan < self.freshness_ttl:
             return SyncReport()
-        self.last_sync = self.index.sync(progress)
+        self.last_sync = self.index.sync(progress or self.progress)
         self._last_scan = time.monotonic()
         if self.last_sync.status_mismatch:
             from vaultmem import lifecycle

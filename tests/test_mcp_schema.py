@@ -139,7 +139,7 @@ MNEMOSYNE: dict[str, dict[str, tuple[str, bool]]] = {
 # Parameters vaultmem adds to a seed tool, with the reason (documented in docs/mnemosyne.md).
 MNEMOSYNE_EXTRA = {("memory_store", "private"): "the issue's --private (visible to the storing agent only)"}
 # memory_consolidate is the consolidation issue's.
-MNEMOSYNE_PENDING = {"memory_store": "step 3 of the mnemosyne issue",
+MNEMOSYNE_PENDING = {
                      "before_agent_start": "lifecycle hooks", "agent_end": "lifecycle hooks"}
 
 

@@ -412,3 +412,38 @@ def skills(query: str | None, limit: int, agent: str | None, vault: str | None, 
     for i, s in enumerate(r["skills"], 1):
         score = f" ({s['score']:.2f})" if s["score"] is not None else ""
         click.echo(f"  {i}. [{s['confidenceTag']}]{score} {_line(s['text'], 80)} ({s['steps']} steps)")
+
+
+# -- store -------------------------------------------------------------------------------------------
+
+
+@cli.command(name="store")
+@click.argument("text")
+@click.option("--importance", type=click.FloatRange(0.0, 1.0), help="Importance 0.0-1.0 (default: from urgency x domain).")
+@click.option("--category", type=click.Choice(["episodic", "semantic", "preference", "relationship", "procedural",
+                                               "profile", "core"]), help="Memory type (default: classified).")
+@click.option("--event-time", help="When it happened, ISO 8601 (default: now).")
+@click.option("--private", is_flag=True, help="Visible to this agent only (needs --agent).")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def store_(text: str, importance: float | None, category: str | None, event_time: str | None, private: bool,
+           agent: str | None, vault: str | None, as_json: bool) -> None:
+    """Store a memory through the full pipeline: dedup, classification, confidence, auto-links.
+
+    \b
+    Example:
+      vaultmem store "Redis cluster migrated to port 6380" --importance 0.8 --event-time 2024-01-15T10:00:00Z
+      vaultmem store "My deploy key lives in 1Password" --agent ops-bot --private
+    """
+    r = _agent_store(vault, agent).store_memory(text, importance=importance, category=category,
+                                               event_time=event_time, private=private)
+    if as_json:
+        emit_json(r)
+        return
+    if r["status"] == "created":
+        click.echo(f"Stored {r['id'][:8]} as {r['memoryType']} [{r['confidenceTag']}] "
+                   f"priority {r['priorityScore']:.2f}, {r['classification']}, {r['linkedCount']} linked")
+    else:
+        click.echo(f"Not stored ({r['status']}): {r.get('message', '')}")

@@ -446,6 +446,15 @@ class MemoryStore:
 
         return blocks.list_(self)
 
+    def store_memory(self, text: str, *, importance: float | None = None, category: str | None = None,
+                     event_time: str | None = None, agent: str | None = None, private: bool = False,
+                     source: str | None = None) -> dict[str, Any]:
+        """Mnemosyne's memory_store: dedup, classify, score confidence, save, auto-link (StoreResult)."""
+        from vaultmem import ingest
+
+        return ingest.store_memory(self, text, importance=importance, category=category, event_time=event_time,
+                                   agent=self._agent(agent), private=private, source=source)
+
     # -- agent awareness (logic in awareness.py) ------------------------------------------------
     def toma(self, agent_id: str, topic: str, limit: int = 5) -> dict[str, Any]:
         """What one agent knows about a topic, with its knowledge profile."""

@@ -139,8 +139,7 @@ MNEMOSYNE: dict[str, dict[str, tuple[str, bool]]] = {
 # Parameters vaultmem adds to a seed tool, with the reason (documented in docs/mnemosyne.md).
 MNEMOSYNE_EXTRA = {("memory_store", "private"): "the issue's --private (visible to the storing agent only)"}
 # memory_consolidate is the consolidation issue's.
-MNEMOSYNE_PENDING = {
-                     "before_agent_start": "lifecycle hooks", "agent_end": "lifecycle hooks"}
+MNEMOSYNE_PENDING: dict[str, str] = {}
 
 
 def test_no_tool_beyond_both_seeds(schemas):

@@ -14,7 +14,7 @@ from conftest import NOW
 
 ALL_TOOLS = {"save_memory", "search_memory", "touch_memory", "open_memories", "backfill_embeddings",
              "get_performance_metrics", "reset_performance_metrics"}
-MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store"}
+MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store", "before_agent_start", "agent_end"}
 ALL_TOOLS |= MNEMOSYNE_WRITING | {"memory_block_get", "memory_toma"}
 
 

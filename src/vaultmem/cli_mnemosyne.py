@@ -447,3 +447,86 @@ def store_(text: str, importance: float | None, category: str | None, event_time
                    f"priority {r['priorityScore']:.2f}, {r['classification']}, {r['linkedCount']} linked")
     else:
         click.echo(f"Not stored ({r['status']}): {r.get('message', '')}")
+
+
+# -- lifecycle hooks -----------------------------------------------------------------------------------
+
+
+def _stdin_prompt(raw: str) -> str:
+    """A hook's stdin: Claude Code JSON (`prompt` on UserPromptSubmit, none on SessionStart) or text."""
+    import json
+
+    stripped = raw.strip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            return raw
+        if isinstance(data, dict) and ("hook_event_name" in data or "prompt" in data):
+            return str(data.get("prompt") or "")
+    return raw
+
+
+@cli.command()
+@click.option("--prompt", help="The incoming user message; `-` reads stdin (text or Claude Code hook JSON).")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def context(prompt: str | None, agent: str | None, vault: str | None, as_json: bool) -> None:
+    """Print the memory context for a new agent turn (the before_agent_start hook).
+
+    Last session snapshot + memories recalled for the prompt + proactive recalls for its
+    entities, framed as evidence (not instructions). Prints nothing when there is nothing.
+
+    \b
+    Example:
+      vaultmem context --prompt "Why is the Redis cache slow on staging?" --agent claude-code
+      echo '{"hook_event_name": "SessionStart"}' | vaultmem context --prompt - --agent claude-code
+    """
+    if prompt == "-":
+        prompt = _stdin_prompt(click.get_text_stream("stdin").read())
+    r = _agent_store(vault, agent).context(prompt)
+    if as_json:
+        emit_json(r)
+        return
+    if r["context"]:
+        click.echo(r["context"])
+
+
+@cli.command()
+@click.option("--transcript", required=True,
+              help="Transcript file, or `-` for stdin (text, JSONL, or Claude Code hook JSON with transcript_path).")
+@agent_option
+@vault_option
+@output_options
+@handle_errors
+def capture(transcript: str, agent: str | None, vault: str | None, as_json: bool) -> None:
+    """Capture a finished session (the agent_end hook): snapshot, up to 3 memories, feedback.
+
+    \b
+    Example:
+      vaultmem capture --transcript session.jsonl --agent claude-code
+      vaultmem capture --transcript - --agent claude-code < hook-input.json
+    """
+    if transcript == "-":
+        raw = click.get_text_stream("stdin").read()
+    else:
+        try:
+            with open(transcript, encoding="utf-8") as handle:
+                raw = handle.read()
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {transcript}: {exc.strerror}", param_hint="--transcript")
+    r = _agent_store(vault, agent).capture(raw)
+    if as_json:
+        emit_json(r)
+        return
+    click.echo(f"Session snapshot: {r['snapshot']['path']} ({r['turns']} messages)")
+    for c in r["captured"]:
+        if c["status"] == "created":
+            click.echo(f"  captured {c['id'][:8]} [{c['confidenceTag']}] {c['memoryType']}")
+        else:
+            click.echo(f"  skipped ({c['status']})")
+    if r["feedback"]:
+        click.echo(f"Implicit feedback {r['feedbackSignal']}: {r['feedback']['updated']} memories updated, "
+                   f"{r['feedback']['promoted']} promoted")

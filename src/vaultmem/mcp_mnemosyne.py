@@ -113,3 +113,26 @@ def memory_store(
     confidence, auto-links to similar memories. Never store secrets.
     """
     return store.store_memory(text, importance=importance, category=category, event_time=eventTime, private=private)
+
+
+@tool(writes_vault=True, title="Context before an agent turn")
+def before_agent_start(
+    store: MemoryStore,
+    prompt: Annotated[str, Field(max_length=20_000, description="The incoming user message.")] | None = None,
+) -> dict[str, Any]:
+    """Lifecycle hook: the last session snapshot, memories recalled for the prompt and proactive
+    recalls for its entities, as one context block (memory text framed as evidence, not instructions).
+    """
+    return store.context(prompt)
+
+
+@tool(writes_vault=True, title="Capture a finished session")
+def agent_end(
+    store: MemoryStore,
+    transcript: Annotated[str, Field(min_length=1, max_length=2_000_000,
+                                     description="The session: JSONL, a JSON message list, or User:/Assistant: text.")],
+) -> dict[str, Any]:
+    """Lifecycle hook: save a session snapshot, auto-capture up to 3 noteworthy memories and
+    apply implicit feedback (thanks / that's wrong) to the last recall.
+    """
+    return store.capture(transcript)

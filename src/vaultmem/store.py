@@ -455,6 +455,19 @@ class MemoryStore:
         return ingest.store_memory(self, text, importance=importance, category=category, event_time=event_time,
                                    agent=self._agent(agent), private=private, source=source)
 
+    # -- lifecycle hooks (logic in hooks.py) -------------------------------------------------
+    def context(self, prompt: str | None = None, agent: str | None = None) -> dict[str, Any]:
+        """before_agent_start: last session + recalled + proactive memories as an evidence block."""
+        from vaultmem import hooks
+
+        return hooks.context(self, prompt, self._agent(agent))
+
+    def capture(self, transcript: str, agent: str | None = None) -> dict[str, Any]:
+        """agent_end: session snapshot, <= 3 auto-captured memories, implicit feedback."""
+        from vaultmem import hooks
+
+        return hooks.capture(self, transcript, self._agent(agent))
+
     # -- agent awareness (logic in awareness.py) ------------------------------------------------
     def toma(self, agent_id: str, topic: str, limit: int = 5) -> dict[str, Any]:
         """What one agent knows about a topic, with its knowledge profile."""

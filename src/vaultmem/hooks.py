@@ -72,13 +72,17 @@ def escape(text: str, limit: int = CAPTURE_MAX_CHARS * 2) -> str:
 def prompt_entities(prompt: str, limit: int = PROACTIVE_QUERIES) -> list[str]:
     """Quoted phrases, capitalised names and tokens with digits, in order, deduplicated."""
     found: list[str] = []
-    for m in _ENTITY.finditer(prompt or ""):
+    text = prompt or ""
+    for m in _ENTITY.finditer(text):
         value = (m.group(1) or m.group(2) or m.group(3) or "").strip(" .:-")
         if not value or value in _STOP_CAPS or len(value) < 2:
             continue
-        if m.group(2) and value.split()[0] in _STOP_CAPS:
-            value = " ".join(value.split()[1:])
-            if not value:
+        before = text[: m.start()].rstrip()
+        first = value.split()[0]
+        at_start = not before or before[-1] in ".?!:"
+        if m.group(2) and (first in _STOP_CAPS or (at_start and not re.search(r"[A-Z0-9]", first[1:]))):
+            value = " ".join(value.split()[1:])  # an ordinary word capitalised because it starts a sentence
+            if not value or value in _STOP_CAPS:
                 continue
         if value.lower() not in {f.lower() for f in found}:
             found.append(value)

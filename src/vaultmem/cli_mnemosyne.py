@@ -4,6 +4,7 @@ agent awareness and the lifecycle hooks. Parsing and printing only; logic is in 
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import click
@@ -213,7 +214,7 @@ def block_set(name: str, content: str, expect_version: int | None, agent: str | 
       vaultmem block set project_status "Sprint 15" --expect-version 3
     """
     if content == "-":
-        content = click.get_text_stream("stdin").read()
+        content = sys.stdin.read()
     result = _agent_store(vault, agent).block_set(name, content, expected_version=expect_version)
     if as_json:
         emit_json(result)
@@ -485,7 +486,7 @@ def context(prompt: str | None, agent: str | None, vault: str | None, as_json: b
       echo '{"hook_event_name": "SessionStart"}' | vaultmem context --prompt - --agent claude-code
     """
     if prompt == "-":
-        prompt = _stdin_prompt(click.get_text_stream("stdin").read())
+        prompt = _stdin_prompt(sys.stdin.read())
     r = _agent_store(vault, agent).context(prompt)
     if as_json:
         emit_json(r)
@@ -510,7 +511,7 @@ def capture(transcript: str, agent: str | None, vault: str | None, as_json: bool
       vaultmem capture --transcript - --agent claude-code < hook-input.json
     """
     if transcript == "-":
-        raw = click.get_text_stream("stdin").read()
+        raw = sys.stdin.read()
     else:
         try:
             with open(transcript, encoding="utf-8") as handle:

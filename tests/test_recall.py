@@ -229,4 +229,4 @@ def test_recall_cli(runner, vault_path):
     data = json.loads(invoke(runner, "recall", "restart auth", "--json", "--limit", "1").output)
     assert data["count"] == 1 and data["results"][0]["memoryType"] == "procedural"
     empty = invoke(runner, "recall", "kubernetes").output
-    assert empty.splitlines()[1] == "No memory scores 0.3 or more for 'kubernetes'."
+    assert empty.splitlines()[1] == "No memory matches 'kubernetes' with a score of 0.3 or more."

@@ -58,7 +58,7 @@ def recall(query: str, limit: int, min_score: float, agent: str | None, vault: s
     weights = ", ".join(f"{k} {v:.2f}" for k, v in result["weights"].items())
     click.echo(f"Intent: {result['intent']} ({weights})")
     if not result["results"]:
-        click.echo(f"No memory scores {min_score} or more for {query!r}.")
+        click.echo(f"No memory matches {query!r} with a score of {min_score} or more.")
     for i, r in enumerate(result["results"], 1):
         click.echo(f"{i}. [{r['confidenceTag']}] ({r['score']:.2f}) {_line(r['text'])}")
         extra = f"   {r['shortId']} · {r['memoryType']} · {r['decayStatus']}"

@@ -101,7 +101,10 @@ def store_memory(store: "MemoryStore", text: str, *, importance: float | None = 
         meta[LINK_PROPERTY] = [_link(rec) for rec in linked]
     blocked = getattr(errors, "SecretBlocked", None)
     try:
-        saved = store.save(text, source=source, meta=meta, memory_type=category, agent=agent)
+        # save classifies an untyped memory when the enrichment layer is installed; without it
+        # the seed's general-knowledge type is written, so the note says what StoreResult says.
+        mtype = category or (None if hasattr(store, "enricher") else "semantic")
+        saved = store.save(text, source=source, meta=meta, memory_type=mtype, agent=agent)
     except Exception as exc:
         if blocked is not None and isinstance(exc, blocked):
             return {"status": "blocked_secret", **base, "classification": "secret", "confidenceTag": "Uncertain",

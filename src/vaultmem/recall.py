@@ -367,9 +367,9 @@ def recall(store: "MemoryStore", query: str, *, limit: int = 5, min_score: float
     if record_access and results:
         from vaultmem.lifecycle import access_changes
 
-        for r in results:
-            store.modify(by_id[r["id"]], lambda cur: {"use_count": cur.use_count + 1, "last_used": now,
-                                                      **access_changes(cur, now, store.settings)})
+        store.modify_many([by_id[r["id"]] for r in results],
+                          lambda cur: {"use_count": cur.use_count + 1, "last_used": now,
+                                       **access_changes(cur, now, store.settings)})
     if remember:
         from vaultmem import feedback
 

@@ -370,35 +370,45 @@ class MemoryStore:
         `change` receives the note as it is at this moment (a person may have edited it
         since it was indexed) and returns the properties to set; nothing else is touched.
         """
-        with self.vault.lock():
-            path = self.vault.abs(rec.path)
-            try:
-                text = path.read_text(encoding="utf-8")
-                st = path.stat()
-            except FileNotFoundError:
-                self.index.sync()
-                rec = self.resolve(rec.id or rec.path)
-                path = self.vault.abs(rec.path)
-                text = path.read_text(encoding="utf-8")
-                st = path.stat()
-            from vaultmem.index import record_from_text
+        return self.modify_many([rec], change)[0]
 
-            try:
-                current = record_from_text(self.vault, rec.path, text, (st.st_mtime_ns, st.st_size))
-            except MalformedNote as exc:
-                raise MalformedNote(rec.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
-            changes = dict(change(current))
-            split = notes.split_note(text)
-            props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
-            if "id" not in props and current.id:
-                changes = {"id": current.id, **changes}
-            new_text = notes.update_frontmatter(text, changes)
-            if new_text != text:
-                self.vault.write_text(path, new_text)
-            self.index.refresh([rec.path])
-        updated = self.index.get(rec.path)
-        assert updated is not None
-        return updated
+    def modify_many(self, recs: Sequence[Record], change: Callable[[Record], Mapping[str, Any]]) -> list[Record]:
+        """`modify` for several notes under one lock hold and one index commit (recall's access)."""
+        with self.vault.lock():
+            paths = [self._rewrite(rec, change) for rec in recs]
+            if paths:
+                self.index.refresh(paths)
+        updated = [self.index.get(p) for p in paths]
+        assert all(u is not None for u in updated)
+        return updated  # type: ignore[return-value]
+
+    def _rewrite(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> str:
+        """The file part of `modify` (caller holds the lock); returns the note's path."""
+        path = self.vault.abs(rec.path)
+        try:
+            text = path.read_text(encoding="utf-8")
+            st = path.stat()
+        except FileNotFoundError:
+            self.index.sync()
+            rec = self.resolve(rec.id or rec.path)
+            path = self.vault.abs(rec.path)
+            text = path.read_text(encoding="utf-8")
+            st = path.stat()
+        from vaultmem.index import record_from_text
+
+        try:
+            current = record_from_text(self.vault, rec.path, text, (st.st_mtime_ns, st.st_size))
+        except MalformedNote as exc:
+            raise MalformedNote(rec.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
+        changes = dict(change(current))
+        split = notes.split_note(text)
+        props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
+        if "id" not in props and current.id:
+            changes = {"id": current.id, **changes}
+        new_text = notes.update_frontmatter(text, changes)
+        if new_text != text:
+            self.vault.write_text(path, new_text)
+        return rec.path
 
     # -- Mnemosyne: recall, forget, blocks, feedback (logic in recall/forget/blocks/feedback.py) --
     def _agent(self, agent: str | None) -> str | None:

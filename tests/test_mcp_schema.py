@@ -55,8 +55,6 @@ SEED: dict[str, dict[str, tuple[str, bool]]] = {
 PENDING_TOOLS = {
     "search_unified": "the graph/relations issue (unified search over memories and vault notes)",
     "observe_memory_usage": "the lifecycle issue (observe, review priority, gc, promote)",
-    "read_graph": "the graph/relations issue",
-    "create_relation": "the graph/relations issue",
     "analyze_message": "the enrichment/analyze issue",
     "analyze_for_recall": "the enrichment/analyze issue",
     "auto_recall_process_message": "the enrichment/analyze issue",
@@ -65,7 +63,7 @@ PENDING_TOOLS = {
     "gc": "the lifecycle issue",
     "promote_memory": "the lifecycle issue",
 }
-PENDING_PARAMS = {("open_memories", "include_relations"): "the graph/relations issue"}
+PENDING_PARAMS: dict[tuple[str, str], str] = {}
 
 
 def test_seed_encodes_all_18_tools():

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from vaultmem.mcp_server import EVIDENCE_NOTICE, INSTRUCTIONS, TOOLS, build_server, check_ref, paginate
 from vaultmem.metrics import Metrics, percentile
 
-WRITING = {"save_memory", "touch_memory"}
-READING = {"search_memory", "open_memories", "backfill_embeddings", "get_performance_metrics",
+WRITING = {"save_memory", "touch_memory", "create_relation"}
+READING = {"search_memory", "open_memories", "read_graph", "backfill_embeddings", "get_performance_metrics",
            "reset_performance_metrics"}
 MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store", "before_agent_start", "agent_end"}
 MNEMOSYNE_READING = {"memory_block_get", "memory_toma"}
@@ -306,3 +306,24 @@ def test_metrics_percentile_and_timer():
     assert snap["store"]["save"] == {"count": 2, "errors": 1, "total_ms": 750.0, "avg_ms": 375.0,
                                      "p95_ms": 500.0, "max_ms": 500.0}
     assert percentile([5, 1, 3, 2, 4], 95) == 5 and percentile([], 95) == 0.0
+
+
+def test_create_relation_open_memories_and_read_graph(server, store, vault_path):
+    a = ok(call(server, "save_memory", {"content": "Use JWT tokens for authentication"}))["memory_id"]
+    b = ok(call(server, "save_memory", {"content": "API guidelines: REST everywhere"}))["memory_id"]
+    created = ok(call(server, "create_relation", {"from_memory_id": a, "to_memory_id": b,
+                                                  "relation_type": "supports", "strength": 0.9,
+                                                  "metadata": {"reason": "same project"}}))
+    assert (created["from"], created["to"], created["type"], created["strength"]) == (a, b, "supports", 0.9)
+    opened = ok(call(server, "open_memories", {"memory_ids": [a, b]}))
+    first, second = opened["memories"]
+    assert first["relations"]["outgoing"][0]["to"] == b
+    assert second["relations"]["incoming"][0]["from"] == a
+    plain = ok(call(server, "open_memories", {"memory_ids": a, "include_relations": False}))
+    assert "relations" not in plain["memories"][0]
+    graph = ok(call(server, "read_graph", {"status": "all"}))
+    assert graph["stats"]["total_relations"] == 1 and graph["relations"][0]["metadata"] == {"reason": "same project"}
+    assert error(call(server, "create_relation", {"from_memory_id": a, "to_memory_id": b,
+                                                  "relation_type": "likes"})).endswith(
+        "unknown relation type 'likes'; use one of related, causes, supports, contradicts, has_decision, "
+        "consolidated_from")

@@ -230,3 +230,38 @@ def test_recall_cli(runner, vault_path):
     assert data["count"] == 1 and data["results"][0]["memoryType"] == "procedural"
     empty = invoke(runner, "recall", "kubernetes").output
     assert empty.splitlines()[1] == "No memory matches 'kubernetes' with a score of 0.3 or more."
+
+
+# -- graph: chains, linked memories, graph context ---------------------------------------------
+
+
+def test_reasoning_chain_depth_two_and_cycles():
+    texts = {"a": "deployed service", "b": "config changed", "c": "restart needed", "d": "too deep"}
+    out = {"a": [("because", "b")], "b": [("therefore", "c")], "c": [("leads_to", "d"), ("related", "a")]}
+    assert R.reasoning_chain("a", out, texts) == "deployed service -> because -> config changed -> therefore -> restart needed"
+    # the longest path wins: c -> a -> b (depth 2) over c -> d (depth 1)
+    assert R.reasoning_chain("c", out, texts) == "restart needed -> related to -> deployed service -> because -> config changed"
+    assert R.reasoning_chain("d", out, texts) is None
+    loop = {"x": [("causes", "y")], "y": [("causes", "x")]}
+    assert R.reasoning_chain("x", loop, {"x": "X", "y": "Y"}) == "X -> leads to -> Y"  # no cycle back to X
+    assert R.reasoning_chain("a", {"a": [("has_decision", "b")]}, {"a": "A" * 80, "b": "B"}) == "A" * 59 + "… -> decided -> B"
+
+
+def test_recall_walks_typed_links(store):
+    a = store.save("We deployed the auth service on Friday", entities=["auth service"])
+    b = store.save("The auth config changed its token TTL", entities=["token TTL"])
+    c = store.save("A restart of every auth pod is needed", entities=["kubernetes"])
+    d = store.save("Unrelated gardening note about auth tomatoes")
+    store.relate(a["memory_id"], b["memory_id"], "supports")
+    store.relate(b["memory_id"], c["memory_id"], "causes")
+    store.relate(c["memory_id"], d["memory_id"], "causes")  # depth 3 from a: not in a's chain
+    store.forget(d["memory_id"])
+    by_text = {r["text"]: r for r in store.recall("deployed auth service friday", min_score=0)["results"]}
+    top = by_text["We deployed the auth service on Friday"]
+    assert top["reasoningChain"] == ("We deployed the auth service on Friday -> supports -> The auth config changed "
+                                     "its token TTL -> leads to -> A restart of every auth pod is needed")
+    assert top["linkedMemories"] == [b["memory_id"]] and top["graphContext"] == ["token TTL"]
+    middle = by_text["The auth config changed its token TTL"]
+    assert set(middle["linkedMemories"]) == {a["memory_id"], c["memory_id"]}
+    assert "reasoningChain" not in by_text["A restart of every auth pod is needed"]  # its only link is forgotten
+

@@ -279,6 +279,99 @@ def diversify(items: Sequence[dict[str, Any]], similar: Any) -> list[dict[str, A
     return picked
 
 
+# -- graph: linked memories, reasoning chains, graph context -----------------------------------
+
+CHAIN_DEPTH = 2
+GRAPH_CONTEXT_MAX = 10
+CHAIN_TEXT_CHARS = 60
+UNTYPED = "links_to"
+# relation type -> how the chain reads it ("A -> because -> B"); the seed's own types read as written.
+RELATION_PHRASES = {"causes": "leads to", "leads_to": "leads to", "supports": "supports", "because": "because",
+                    "therefore": "therefore", "contradicts": "contradicts", "related": "related to",
+                    "related_to": "related to", "has_decision": "decided", "consolidated_from": "consolidated from"}
+
+
+def _edges_from(store: "MemoryStore", paths: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(src, type, dst) of resolved links leaving or entering `paths`, between live memories."""
+    if not paths:
+        return []
+    marks = ",".join("?" * len(paths))
+    sql = ("SELECT l.src, l.type, l.dst FROM links l JOIN notes a ON a.path = l.src JOIN notes b ON b.path = l.dst"
+           f" WHERE (l.src IN ({marks}) OR l.dst IN ({marks})) AND l.src != l.dst"
+           " AND a.kind = 'memory' AND b.kind = 'memory' AND a.status != 'deleted' AND b.status != 'deleted'"
+           " ORDER BY l.src, l.pos")
+    try:
+        return list(store.index.db.execute(sql, [*paths, *paths]))
+    except Exception as exc:  # an index without the graph's links table: no graph features
+        import sqlite3
+
+        if isinstance(exc, sqlite3.OperationalError):
+            return []
+        raise
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= CHAIN_TEXT_CHARS else flat[: CHAIN_TEXT_CHARS - 1] + "…"
+
+
+def reasoning_chain(start: str, outgoing: Mapping[str, list[tuple[str, str]]], texts: Mapping[str, str],
+                    depth: int = CHAIN_DEPTH) -> str | None:
+    """The longest typed path from `start` (depth <= 2, no cycles), read as "A -> because -> B"."""
+    best: list[tuple[str, str]] = []
+
+    def walk(node: str, path: list[tuple[str, str]], seen: set[str]) -> None:
+        nonlocal best
+        if len(path) > len(best):
+            best = list(path)
+        if len(path) >= depth:
+            return
+        for rel, dst in outgoing.get(node, ()):
+            if dst not in seen:
+                walk(dst, [*path, (rel, dst)], seen | {dst})
+
+    walk(start, [], {start})
+    if not best:
+        return None
+    parts = [_short(texts.get(start, start))]
+    for rel, dst in best:
+        parts += [RELATION_PHRASES.get(rel, rel.replace("_", " ")), _short(texts.get(dst, dst))]
+    return " -> ".join(parts)
+
+
+def enrich_with_graph(store: "MemoryStore", results: list[dict[str, Any]]) -> None:
+    """Set linkedMemories, reasoningChain (typed links, depth 2) and graphContext in place."""
+    paths = [r["path"] for r in results]
+    first = _edges_from(store, paths)
+    second_hop = sorted({dst for src, typ, dst in first if typ != UNTYPED and src in paths} - set(paths))
+    edges = first + [e for e in _edges_from(store, second_hop) if e[0] in second_hop]
+    involved = sorted({p for e in edges for p in (e[0], e[2])} | set(paths))
+    recs = store.index.by_paths(involved)
+    texts = {p: r.content for p, r in recs.items()}
+    outgoing: dict[str, list[tuple[str, str]]] = {}
+    for src, typ, dst in edges:
+        if typ != UNTYPED and (typ, dst) not in outgoing.get(src, []):
+            outgoing.setdefault(src, []).append((typ, dst))
+    for r in results:
+        neighbours = []
+        for src, _typ, dst in first:
+            other = dst if src == r["path"] else src if dst == r["path"] else None
+            if other and other not in neighbours:
+                neighbours.append(other)
+        r["linkedMemories"] = [recs[p].id for p in neighbours if p in recs and recs[p].id]
+        chain = reasoning_chain(r["path"], outgoing, texts)
+        if chain:
+            r["reasoningChain"] = chain
+        own = {e.lower() for e in r["entities"]}
+        context: list[str] = []
+        for p in neighbours:
+            for ent in recs[p].entities if p in recs else ():
+                if ent.lower() not in own and ent not in context:
+                    context.append(ent)
+        if context:
+            r["graphContext"] = context[:GRAPH_CONTEXT_MAX]
+
+
 # -- recall ------------------------------------------------------------------------------------
 
 
@@ -364,6 +457,7 @@ def recall(store: "MemoryStore", query: str, *, limit: int = 5, min_score: float
     results = [r for r in ranked if r["score"] >= min_score][:limit]
     for r in results:
         r["score"] = round(r["score"], 4)
+    enrich_with_graph(store, results)
     if record_access and results:
         from vaultmem.lifecycle import access_changes
 

@@ -265,3 +265,13 @@ def test_recall_walks_typed_links(store):
     assert set(middle["linkedMemories"]) == {a["memory_id"], c["memory_id"]}
     assert "reasoningChain" not in by_text["A restart of every auth pod is needed"]  # its only link is forgotten
 
+
+
+def test_agent_questions_are_routed_to_that_agent(store):
+    mine = store.save("Redis Sentinel runs on ports 26379-26381", agent="devops-agent")
+    store.save("Redis cache TTL for sessions is 3600 seconds", agent="backend-agent")
+    r = store.recall("what does the devops agent know about redis?", min_score=0)
+    assert r["agentAwareness"] == {"agentId": "devops-agent", "topic": "redis"}
+    assert [m["id"] for m in r["results"]] == [mine["memory_id"]]
+    plain = store.recall("what does the marketing agent know about redis", min_score=0)  # unknown agent
+    assert "agentAwareness" not in plain

@@ -404,9 +404,13 @@ def recall(store: "MemoryStore", query: str, *, limit: int = 5, min_score: float
         raise InvalidInput(f"min_score must be between 0.0 and 1.0, got {min_score}")
     store.sync()
     now = store.now()
-    intent = detect_intent(query)
+    routed = agent_query(store, query) if only_agent is None else None
+    search_text = query
+    if routed is not None:  # the seed's agent-awareness auto-detection: scope to that agent
+        only_agent, search_text = routed
+    intent = detect_intent(search_text)
     wanted_types = {t.lower() for t in types} if types else None
-    hits, _complete = store.index.search(_plain(query), kinds=("memory",), statuses=("active", "promoted"),
+    hits, _complete = store.index.search(_plain(search_text), kinds=("memory",), statuses=("active", "promoted"),
                                          limit=max(CANDIDATES, limit * 10))
     records = store.index.by_paths([p for p, _ in hits])
     best = hits[0][1] if hits else 0.0
@@ -423,7 +427,7 @@ def recall(store: "MemoryStore", query: str, *, limit: int = 5, min_score: float
         if dstatus == "archived":
             continue
         signals = {
-            "similarity": similarity(bm25, best, coverage(query, f"{rec.content} {' '.join(rec.entities)} "
+            "similarity": similarity(bm25, best, coverage(search_text, f"{rec.content} {' '.join(rec.entities)} "
                                                                  f"{' '.join(rec.tags)}")),
             "recency": recency(rec.last_used_dt or now, now),
             "importance": importance_of(rec.props) * confidence_of(rec.props),
@@ -468,8 +472,31 @@ def recall(store: "MemoryStore", query: str, *, limit: int = 5, min_score: float
         from vaultmem import feedback
 
         feedback.remember_recall(store, [r["id"] for r in results], query, agent)
-    return {"query": query, "intent": intent, "weights": weights_for(intent), "count": len(results),
-            "results": results}
+    out = {"query": query, "intent": intent, "weights": weights_for(intent), "count": len(results),
+           "results": results}
+    if routed is not None:
+        out["agentAwareness"] = {"agentId": routed[0], "topic": routed[1]}
+    return out
+
+
+_AGENT_QUERY = re.compile(
+    r"\bwhat (?:does|did|do) (?:the )?([\w.-]+)(?:[ -](agent|bot))? (?:know|remember|think)s? (?:about|of|on) (.+)",
+    re.I)
+
+
+def agent_query(store: "MemoryStore", query: str) -> tuple[str, str] | None:
+    """(agent, topic) when a query asks what a known agent knows ("what does the devops agent know about X")."""
+    m = _AGENT_QUERY.search(query)
+    if not m:
+        return None
+    name, suffix, topic = m.group(1), m.group(2), m.group(3).strip(" ?.!")
+    candidates = [f"{name}-{suffix}", f"{name}_{suffix}", name] if suffix else [name]
+    known = {a for (a,) in store.index.db.execute("SELECT DISTINCT agent FROM notes WHERE agent IS NOT NULL")}
+    lowered = {a.lower(): a for a in known}
+    for cand in candidates:
+        if cand.lower() in lowered and _plain(topic):
+            return lowered[cand.lower()], topic
+    return None
 
 
 def _plain(query: str) -> str:

@@ -99,7 +99,7 @@ def store_memory(store: "MemoryStore", text: str, *, importance: float | None = 
         meta["private"] = True
     if linked:
         meta[LINK_PROPERTY] = [_link(rec) for rec in linked]
-    blocked = getattr(errors, "SecretBlocked", None)
+    blocked = _secret_error()
     try:
         # save classifies an untyped memory when the enrichment layer is installed; without it
         # the seed's general-knowledge type is written, so the note says what StoreResult says.
@@ -135,6 +135,15 @@ def store_memory(store: "MemoryStore", text: str, *, importance: float | None = 
         "linkedMemories": [r.id for r in linked],
         "path": saved["path"],
     }
+
+
+def _secret_error() -> type[Exception] | None:
+    """The enrichment layer's SecretBlocked (vaultmem.secrets), when it is installed."""
+    try:
+        from vaultmem import secrets  # type: ignore[attr-defined]
+    except ImportError:
+        return getattr(errors, "SecretBlocked", None)
+    return getattr(secrets, "SecretBlocked", None)
 
 
 def _with_link(current: Any, link: str | None) -> list[str]:

@@ -62,3 +62,45 @@ def test_mnemosyne_tools_over_stdio(vault_path, tmp_path):
     assert [r["text"] for r in out["after"]["results"]] == ["Redis cluster bus port is 16379"]
     text = (vault_path / "memory/blocks/project_status.md").read_text()
     assert "version: 2\nlast_writer: ops-agent\n" in text
+
+
+def test_store_toma_and_hooks_over_stdio(vault_path, tmp_path):
+    transcript = "User: Remember that we always deploy on Tuesdays.\nAssistant: Noted.\nUser: Thanks, that is right."
+
+    async def scenario(c: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["store"] = data(await c.call_tool("memory_store", {"text": "Redis cluster migrated to port 6380",
+                                                               "importance": 0.8, "category": "episodic",
+                                                               "eventTime": "2024-01-15T10:00:00Z"}))
+        out["dup"] = data(await c.call_tool("memory_store", {"text": "Redis cluster migrated to port 6380"}))
+        out["private"] = data(await c.call_tool("memory_store", {"text": "My jump host is jh-7", "private": True}))
+        out["bad_store"] = await c.call_tool("memory_store", {"text": "x", "category": "gossip"})
+        out["bad_time"] = await c.call_tool("memory_store", {"text": "x", "eventTime": "yesterday"})
+        out["toma"] = data(await c.call_tool("memory_toma", {"agentId": "ops-agent", "topic": "redis port"}))
+        out["context"] = data(await c.call_tool("before_agent_start", {"prompt": "Which port does Redis use?"}))
+        out["end"] = data(await c.call_tool("agent_end", {"transcript": transcript}))
+        out["bad_end"] = await c.call_tool("agent_end", {"transcript": "   "})
+        return out
+
+    out = session_run(vault_path, scenario, "--agent", "ops-agent", errlog=tmp_path / "err.txt")
+    s = out["store"]
+    assert {k: s[k] for k in ("status", "linkedCount", "classification", "memoryType", "entities", "priorityScore",
+                              "confidenceTag")} == {"status": "created", "linkedCount": 0, "classification": "public",
+                                                    "memoryType": "episodic", "entities": [], "priorityScore": 0.8,
+                                                    "confidenceTag": "Grounded"}
+    assert s["eventTime"] == "2024-01-15T10:00:00Z" and s["ingestedAt"] == "2026-11-22T10:15:00Z"
+    assert "agent: ops-agent\n" in (vault_path / s["path"]).read_text()
+    assert out["dup"]["status"] == "duplicate" and out["dup"]["duplicateOf"] == s["id"]
+    assert out["private"]["classification"] == "private"
+    assert out["bad_store"].is_error and "category" in out["bad_store"].content[0].text
+    assert out["bad_time"].content[0].text == (
+        "Error: eventTime 'yesterday' is not ISO 8601; write it like 2024-01-15T10:00:00Z")
+    assert out["toma"]["agentId"] == "ops-agent" and out["toma"]["knowledgeProfile"]["totalMemories"] == 2
+    assert [m["score"] > 0 for m in out["toma"]["memories"]] == [True]
+    ctx = out["context"]["context"]
+    assert ctx.startswith('<memory-context source="vaultmem" agent="ops-agent">') and "port 6380" in ctx
+    end = out["end"]
+    assert end["turns"] == 3 and end["capturedCount"] == 1 and end["feedbackSignal"] == "positive"
+    assert end["feedback"]["updated"] == 1  # the memory before_agent_start recalled
+    assert (vault_path / end["snapshot"]["path"]).is_file()
+    assert out["bad_end"].is_error and "the transcript has no messages" in out["bad_end"].content[0].text

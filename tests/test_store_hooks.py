@@ -227,3 +227,9 @@ def test_a_secret_is_blocked_when_the_secret_filter_is_installed(store):
     assert r["status"] == "blocked_secret" and r["classification"] == "secret" and "id" not in r
     assert STORE_KEYS - {"id"} <= set(r)
     assert store.count()["total"] == 0
+
+
+def test_context_for_a_long_prompt(store):
+    store.store_memory("Redis cache on staging uses maxmemory 256mb", agent="cc")
+    r = store.context("Redis cache " + "and more words " * 400, agent="cc")
+    assert r["count"] == 1

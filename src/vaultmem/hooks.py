@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from vaultmem.store import MemoryStore
 
 CONTEXT_LIMIT = 5
+RECALL_QUERY_CHARS = 2000  # recall's query limit: a longer prompt is recalled by its start
 PROACTIVE_QUERIES = 3
 PROACTIVE_LIMIT = 3
 SNAPSHOT_CHARS = 1500
@@ -116,7 +117,8 @@ def context(store: "MemoryStore", prompt: str | None, agent: str | None) -> dict
     memories: list[dict[str, Any]] = []
     seen: set[str] = set()
     if prompt and R._plain(prompt):
-        for r in R.recall(store, prompt, limit=CONTEXT_LIMIT, min_score=0.3, agent=agent)["results"]:
+        for r in R.recall(store, prompt[:RECALL_QUERY_CHARS], limit=CONTEXT_LIMIT, min_score=0.3,
+                          agent=agent)["results"]:
             seen.add(r["id"])
             memories.append(r)
     queries = prompt_entities(prompt) if prompt else []

@@ -233,3 +233,23 @@ def test_context_for_a_long_prompt(store):
     store.store_memory("Redis cache on staging uses maxmemory 256mb", agent="cc")
     r = store.context("Redis cache " + "and more words " * 400, agent="cc")
     assert r["count"] == 1
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_escaped_memory_text_can_never_leave_its_element(text):
+    out = hooks.escape(text)
+    assert "<" not in out and ">" not in out and "\n" not in out and '"' not in out
+    assert len(out) <= 1000
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200), st.text(max_size=200))
+def test_term_cosine_is_symmetric_and_bounded(a, b):
+    from vaultmem.recall import term_cosine
+
+    assert 0.0 <= term_cosine(a, b) <= 1.0 + 1e-9
+    assert abs(term_cosine(a, b) - term_cosine(b, a)) < 1e-12

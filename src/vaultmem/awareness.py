@@ -49,20 +49,25 @@ def _knowledge(store: "MemoryStore", agent: str, topic: str, limit: int, viewer:
 
 
 def profile(store: "MemoryStore", agent: str, viewer: str | None = None) -> dict[str, Any]:
-    """The seed's knowledgeProfile plus per-domain/type counts and shares."""
+    """The seed's knowledgeProfile plus per-domain/type counts and shares (one catalog query)."""
     agent = _check_agent(agent)
     store.sync()
-    mine = [r for r in _live(store, viewer) if r.agent == agent]
-    domains = collections.Counter(str(r.props.get("domain") or "general") for r in mine)
-    types = collections.Counter(r.memory_type or "semantic" for r in mine)
+    rows = store.index.db.execute(
+        "SELECT memory_type, json_extract(props, '$.domain'), json_extract(props, '$.confidence'),"
+        " json_extract(props, '$.private'), created, last_used FROM notes"
+        " WHERE kind = 'memory' AND agent = ? AND status IN ('active', 'promoted', 'archived')", (agent,)).fetchall()
+    mine = [r for r in rows if not (r[3] in (1, True) and viewer != agent)]  # private: its own agent only
+    domains = collections.Counter(str(r[1] or "general") for r in mine)
+    types = collections.Counter(r[0] or "semantic" for r in mine)
     total = len(mine)
 
     def shares(counter: collections.Counter[str]) -> list[dict[str, Any]]:
         return [{"name": k, "count": v, "share": round(v / total, 4)} for k, v in
                 sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
 
-    avg = round(sum(R.confidence_of(r.props) for r in mine) / total, 4) if total else 0.0
-    last = max((max(r.created or 0, r.last_used or 0) for r in mine), default=None)
+    confidences = [R.confidence_of({"confidence": r[2]}) for r in mine]
+    avg = round(sum(confidences) / total, 4) if total else 0.0
+    last = max((max(r[4] or 0, r[5] or 0) for r in mine), default=None)
     return {
         "agentId": agent,
         "totalMemories": total,
@@ -155,20 +160,23 @@ def count(store: "MemoryStore") -> dict[str, Any]:
     by_folder = {name: 0 for name in (*folders, "blocks", "sessions")}
     by_type: collections.Counter[str] = collections.Counter()
     private = shared = skills = deleted = 0
-    for rec in store.index.records("kind IN ('memory', 'block', 'session')"):
-        if rec.kind != "memory":
-            by_folder["blocks" if rec.kind == "block" else "sessions"] += 1
+    rows = store.index.db.execute(
+        "SELECT kind, path, status, memory_type, json_extract(props, '$.private') FROM notes"
+        " WHERE kind IN ('memory', 'block', 'session')")
+    for kind, path, status, memory_type, is_private in rows:
+        if kind != "memory":
+            by_folder["blocks" if kind == "block" else "sessions"] += 1
             continue
-        if rec.status == "deleted":
+        if status == "deleted":
             deleted += 1
             continue
         for name, folder in folders.items():
-            if rec.path.startswith(folder.strip("/") + "/"):
+            if path.startswith(folder.strip("/") + "/"):
                 by_folder[name] += 1
-        mtype = rec.memory_type or "untyped"
+        mtype = memory_type or "untyped"
         by_type[mtype] += 1
         skills += mtype == "procedural"
-        if rec.props.get("private") is True:
+        if is_private in (1, True):
             private += 1
         else:
             shared += 1

@@ -136,3 +136,17 @@ def agent_end(
     apply implicit feedback (thanks / that's wrong) to the last recall.
     """
     return store.capture(transcript)
+
+
+# The server's instructions gain the Mnemosyne tools (read by build_server at start-up).
+from vaultmem import mcp_server as _server  # noqa: E402
+
+_server.INSTRUCTIONS += """
+
+Mnemosyne tools (several assistants may share this vault; this server acts as one agent):
+- memory_recall for a question in natural language: ranked by meaning, recency, importance,
+  use and type; then memory_feedback positive/negative on what helped (it promotes useful
+  memories). memory_store to remember one fact (duplicates and secrets are refused).
+- memory_block_get / memory_block_set for shared whiteboards (project_status, deploy_freeze).
+- memory_toma to ask what another agent knows; memory_forget to retire a wrong memory.
+- before_agent_start / agent_end are the session hooks (context block; snapshot + capture)."""

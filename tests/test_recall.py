@@ -242,6 +242,7 @@ def test_reasoning_chain_depth_two_and_cycles():
     # the longest path wins: c -> a -> b (depth 2) over c -> d (depth 1)
     assert R.reasoning_chain("c", out, texts) == "restart needed -> related to -> deployed service -> because -> config changed"
     assert R.reasoning_chain("d", out, texts) is None
+    assert R.reasoning_chain("a", {"a": [("related", "b")], "b": [("related", "c")]}, texts) is None
     loop = {"x": [("causes", "y")], "y": [("causes", "x")]}
     assert R.reasoning_chain("x", loop, {"x": "X", "y": "Y"}) == "X -> leads to -> Y"  # no cycle back to X
     assert R.reasoning_chain("a", {"a": [("has_decision", "b")]}, {"a": "A" * 80, "b": "B"}) == "A" * 59 + "… -> decided -> B"

@@ -285,6 +285,7 @@ CHAIN_DEPTH = 2
 GRAPH_CONTEXT_MAX = 10
 CHAIN_TEXT_CHARS = 60
 UNTYPED = "links_to"
+ASSOCIATIVE = frozenset({"related", "related_to"})
 # relation type -> how the chain reads it ("A -> because -> B"); the seed's own types read as written.
 RELATION_PHRASES = {"causes": "leads to", "leads_to": "leads to", "supports": "supports", "because": "because",
                     "therefore": "therefore", "contradicts": "contradicts", "related": "related to",
@@ -317,12 +318,16 @@ def _short(text: str) -> str:
 
 def reasoning_chain(start: str, outgoing: Mapping[str, list[tuple[str, str]]], texts: Mapping[str, str],
                     depth: int = CHAIN_DEPTH) -> str | None:
-    """The longest typed path from `start` (depth <= 2, no cycles), read as "A -> because -> B"."""
+    """The longest typed path from `start` (depth <= 2, no cycles), read as "A -> because -> B".
+
+    A path made only of associative links (`related`, e.g. store's similarity auto-links)
+    explains nothing, so it is not a chain: at least one step must be another relation.
+    """
     best: list[tuple[str, str]] = []
 
     def walk(node: str, path: list[tuple[str, str]], seen: set[str]) -> None:
         nonlocal best
-        if len(path) > len(best):
+        if len(path) > len(best) and any(rel not in ASSOCIATIVE for rel, _ in path):
             best = list(path)
         if len(path) >= depth:
             return

@@ -253,3 +253,11 @@ def test_term_cosine_is_symmetric_and_bounded(a, b):
 
     assert 0.0 <= term_cosine(a, b) <= 1.0 + 1e-9
     assert abs(term_cosine(a, b) - term_cosine(b, a)) < 1e-12
+
+
+def test_search_hides_other_agents_private_memories(store):
+    p = store.store_memory("My deploy key lives in the team vault", agent="ops", private=True)
+    assert store.search("deploy key")["count"] == 0
+    assert store.search(None)["count"] == 0
+    store.agent = "ops"
+    assert [r["id"] for r in store.search("deploy key")["results"]] == [p["id"]]

@@ -350,6 +350,8 @@ class MemoryStore:
             for rec in self.index.records(where, params):
                 if wanted and not wanted & {t.lower() for t in rec.tags}:
                     continue
+                if not self.visible(rec):
+                    continue
                 s = self.score_of(rec, now)
                 if min_score is None or s >= min_score:
                     ranked.append((rec, s, None, s))
@@ -366,7 +368,7 @@ class MemoryStore:
             ranked = []
             for path, bm25 in hits:
                 rec = records.get(path)
-                if rec is None:
+                if rec is None or not self.visible(rec):
                     continue
                 if since is not None and (rec.last_used or 0) < since.timestamp():
                     continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
@@ -457,6 +459,10 @@ class MemoryStore:
         return rec.path
 
     # -- Mnemosyne: recall, forget, blocks, feedback (logic in recall/forget/blocks/feedback.py) --
+    def visible(self, rec: Record) -> bool:
+        """A private memory (`private: true`) is shown to its own agent only (self.agent)."""
+        return rec.props.get("private") is not True or (bool(self.agent) and rec.agent == self.agent)
+
     def _agent(self, agent: str | None) -> str | None:
         return agent if agent else self.agent
 

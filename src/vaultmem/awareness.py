@@ -115,7 +115,8 @@ def synthesize(store: "MemoryStore", topic: str) -> dict[str, Any]:
     """Cluster public memories on a topic by meaning; facts held by >= 3 agents become Mesh Facts."""
     found = R.recall(store, topic, limit=R.MAX_LIMIT, min_score=0.0, agent=None,
                      record_access=False, remember=False)
-    recs = {r.id: r for r in store.index.records("kind = 'memory'")}
+    ids = [r["id"] for r in found["results"]]
+    recs = {r.id: r for r in store.index.records(f"kind = 'memory' AND id IN ({','.join('?' * len(ids))})", ids)}
     clusters: list[list[dict[str, Any]]] = []
     for item in found["results"]:
         if not recs.get(item["id"]) or not item.get("botId"):

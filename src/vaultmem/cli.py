@@ -686,6 +686,54 @@ def index_status(vault: str | None, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option("--once", is_flag=True, help="One sync and one maintenance tick, then exit (for cron).")
+@click.option("--status", "show_status", is_flag=True,
+              help="Report whether a watcher runs for the vault, since when, and its last batch. Exits 1 when none runs.")
+@click.option("--verbose", "-v", is_flag=True, help="Debug logging: every batch, every skipped path.")
+@vault_option
+@output_options
+@handle_errors
+def watch(once: bool, show_status: bool, verbose: bool, vault: str | None, as_json: bool) -> None:
+    """Keep the index in step with the vault while you edit it; run gc/promotion on a schedule.
+
+    Runs until Ctrl-C or SIGTERM (it finishes the batch in hand first). One watcher per
+    vault: a second one refuses and names the running PID. Logs go to stderr.
+
+    \b
+    Example:
+      vaultmem watch --verbose
+      vaultmem watch --status
+      vaultmem watch --once        # from cron: */30 * * * * vaultmem watch --once
+    """
+    from vaultmem import watcher
+
+    store = _store(vault)
+    if show_status:
+        result = watcher.watcher_status(store)
+        if as_json:
+            emit_json(result)
+        else:
+            click.echo(result["message"])
+            batch = result["last_batch"]
+            if batch:
+                click.echo(f"last batch: {batch['at']} · indexed {batch['indexed']}, removed {batch['removed']}, "
+                           f"unchanged {batch['unchanged']}, malformed {batch['malformed']} · {batch['seconds']:.3f} s")
+            tick = result["last_maintenance"]
+            if tick:
+                click.echo(f"last maintenance: {tick['at']} · {tick['message']}")
+        if not result["running"]:
+            sys.exit(1)
+        return
+    watcher.configure_logging(verbose)
+    if once:
+        result = watcher.run_once(store)
+        if as_json:
+            emit_json(result)
+        return
+    watcher.serve(store)
+
+
+@cli.command()
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
               help="Similarity that links two memories into a cluster.")
 @click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,

@@ -61,8 +61,8 @@ def test_an_ambiguous_query_returns_ranked_candidates(store):
 
 
 def test_two_matches_above_0_9_are_candidates_not_deleted(store):
-    store.save("Redis default port is 6379")
-    store.save("Redis default port is 6379.")
+    store.save("Redis default port is 6379", agent="a")
+    store.save("Redis default port is 6379.", agent="b", dedupe=False)
     result = store.forget(query="Redis default port is 6379")
     assert result["status"] == "candidates" and [m["score"] for m in result["matches"]] == [1.0, 1.0]
 

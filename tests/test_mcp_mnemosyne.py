@@ -84,10 +84,11 @@ def test_store_toma_and_hooks_over_stdio(vault_path, tmp_path):
 
     out = session_run(vault_path, scenario, "--agent", "ops-agent", errlog=tmp_path / "err.txt")
     s = out["store"]
-    assert {k: s[k] for k in ("status", "linkedCount", "classification", "memoryType", "entities", "priorityScore",
+    assert {k: s[k] for k in ("status", "linkedCount", "classification", "memoryType", "priorityScore",
                               "confidenceTag")} == {"status": "created", "linkedCount": 0, "classification": "public",
-                                                    "memoryType": "episodic", "entities": [], "priorityScore": 0.8,
+                                                    "memoryType": "episodic", "priorityScore": 0.8,
                                                     "confidenceTag": "Grounded"}
+    assert "Redis" in s["entities"]  # from the enrichment layer
     assert s["eventTime"] == "2024-01-15T10:00:00Z" and s["ingestedAt"] == "2026-11-22T10:15:00Z"
     assert "agent: ops-agent\n" in (vault_path / s["path"]).read_text()
     assert out["dup"]["status"] == "duplicate" and out["dup"]["duplicateOf"] == s["id"]

@@ -24,6 +24,7 @@ def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
     from mcp.client.stdio import stdio_client
 
     env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "HOME": os.environ["HOME"],
+           "VAULTMEM_EMBEDDINGS": os.environ.get("VAULTMEM_EMBEDDINGS", "off"),
            "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ")}
     params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault), *extra],
                                    env=env)

@@ -185,7 +185,7 @@ def test_signals_recomputed_exactly(store, clock):
 def test_temporal_intent_prefers_the_recent_memory(store, clock):
     old = store.save("We deployed the billing service", memory_type="episodic")
     clock.advance(days=30)
-    new = store.save("We deployed the billing service again", memory_type="episodic")
+    new = store.save("We deployed the billing service again", memory_type="episodic", dedupe=False)
     assert store.recall("when did we deploy the billing service", min_score=0)["results"][0]["id"] == new["memory_id"]
     assert old["memory_id"] != new["memory_id"]
 

@@ -16,6 +16,9 @@ import click
 from vaultmem import __version__
 from vaultmem.errors import VaultmemError
 
+# Kept here (not imported from store/enrich) so `vaultmem --help` stays light.
+MEMORY_TYPE_CHOICES = ("episodic", "semantic", "preference", "relationship", "procedural", "profile", "core")
+
 
 def _store(vault: str | None, quiet: bool = False) -> Any:
     from vaultmem.config import load_settings, resolve_vault
@@ -128,15 +131,23 @@ def init(path: str | None, vault: str | None, as_json: bool) -> None:
 @click.option("--entity", "-e", "entities", multiple=True, help="Named entity (repeatable).")
 @click.option("--source", help="Where the memory came from, e.g. chat.")
 @click.option("--context", help="What was going on when it was saved.")
-@click.option("--strength", type=click.FloatRange(1.0, 2.0), help="Importance 1.0-2.0 (default 1.0).")
+@click.option("--strength", type=click.FloatRange(1.0, 2.0),
+              help="Importance 1.0-2.0 (default: from the content's markers).")
+@click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPE_CHOICES),
+              help="memory_type (default: classified from the content).")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Extra property (repeatable).")
+@click.option("--allow-duplicate", is_flag=True, help="Save even when a near-identical memory exists.")
 @vault_option
 @output_options
 @handle_errors
 def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source: str | None,
-         context: str | None, strength: float | None, meta: tuple[str, ...], vault: str | None,
-         as_json: bool) -> None:
+         context: str | None, strength: float | None, memory_type: str | None, meta: tuple[str, ...],
+         allow_duplicate: bool, vault: str | None, as_json: bool) -> None:
     """Save a memory as a new note in memory/stm/ and print its id.
+
+    Entities, strength, memory_type, urgency and domain are filled in from the content
+    unless given. Content that looks like a credential is refused (nothing is written);
+    a near-identical memory is reinforced instead of copied (its id is printed).
 
     \b
     Example:
@@ -146,11 +157,14 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 
     store = _store(vault)
     result = store.save(content, tags=tags, entities=list(entities) or None, source=source,
-                        context=context, strength=strength, meta=parse_meta(meta))
+                        context=context, strength=strength, memory_type=memory_type,
+                        meta=parse_meta(meta), dedupe=not allow_duplicate)
     if as_json:
         emit_json(result)
     else:
         click.echo(result["memory_id"])
+        if result.get("status") == "duplicate":
+            click.echo(f"note: {result['message']}", err=True)
 
 
 @cli.command()
@@ -175,6 +189,11 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 @click.option("--preview-length", type=click.IntRange(0, 5000), default=300, show_default=True,
               help="--unified: characters of content shown (0 = all).")
 @click.option("--verbose", "-v", is_flag=True, help="--unified: show ids and paths.")
+@click.option("--lexical", "mode", flag_value="lexical", help="Words only (BM25F).")
+@click.option("--semantic", "mode", flag_value="semantic",
+              help="Meaning only (embeddings; needs vaultmem[embeddings]).")
+@click.option("--hybrid", "mode", flag_value="hybrid",
+              help="Words and meaning fused (default when embeddings are installed and backfilled).")
 @vault_option
 @output_options
 @quiet_option
@@ -182,17 +201,20 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | None,
            min_score: float | None, status: str | None, no_review: bool, unified: bool, limit: int,
            stm_weight: float, ltm_weight: float, page: int, page_size: int, preview_length: int,
-           verbose: bool, vault: str | None, as_json: bool, quiet: bool) -> None:
-    """Search memories: BM25F relevance blended with the decay score.
+           verbose: bool, mode: str | None, vault: str | None, as_json: bool, quiet: bool) -> None:
+    """Search memories: relevance blended with the decay score.
 
     Words are OR-ed (more matching words rank higher); use "quotes" for a phrase,
     AND/OR/NOT and parentheses for structure. With no query, lists memories by score.
     Matches due for review are blended in and marked "review".
+    --semantic ranks by meaning, --hybrid fuses both (score fusion, see docs/retrieval.md); both need
+    the embeddings extra (pip install "vaultmem[embeddings]").
 
     \b
     Example:
       vaultmem search "authentication" --top-k 5 --tag auth
       vaultmem search "architecture" --unified --page 2 --verbose
+      vaultmem search "how do we log in to the API" --hybrid
     """
     store = _store(vault, quiet=quiet or as_json)
     if unified:
@@ -207,7 +229,8 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
             click.echo(result["text"])
         return
     result = store.search(query, tags=tags, top_k=top_k, window_days=window_days,
-                          min_score=min_score, status=status, include_review_candidates=not no_review)
+                          min_score=min_score, status=status, include_review_candidates=not no_review,
+                          mode=mode)
     warn_malformed(store, quiet or as_json)
     if as_json:
         emit_json(result)
@@ -224,6 +247,70 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
         tags_text = ", ".join(item["tags"]) or "-"
         click.echo(f"    {item['id'][:8]} · {item['status']} · tags: {tags_text} · "
                    f"used {item['use_count']}× · {item['age_days']:g} days old · {item['path']}")
+
+
+@cli.command(name="backfill-embeddings")
+@click.option("--limit", type=click.IntRange(1, 10_000), help="Embed at most N memories.")
+@click.option("--force", is_flag=True, help="Re-embed memories that already have a current vector.")
+@click.option("--dry-run", is_flag=True, help="Only count what would be embedded.")
+@vault_option
+@output_options
+@quiet_option
+@handle_errors
+def backfill_embeddings(limit: int | None, force: bool, dry_run: bool, vault: str | None, as_json: bool,
+                        quiet: bool) -> None:
+    """Compute embedding vectors for memories that lack a current one (needs vaultmem[embeddings]).
+
+    \b
+    Example:
+      vaultmem backfill-embeddings --dry-run
+      vaultmem backfill-embeddings --limit 500
+    """
+    progress = None
+    if not (quiet or as_json) and sys.stderr.isatty():
+        def progress(items: Iterable[Any], length: int) -> Iterator[Any]:
+            with click.progressbar(items, length=length, label="Embedding memories", file=sys.stderr) as bar:
+                yield from bar
+
+    result = _store(vault).backfill_embeddings(limit=limit, force=force, dry_run=dry_run, progress=progress)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result["message"])
+
+
+@cli.command()
+@click.argument("message")
+@click.option("--recall", is_flag=True, help="Ask whether to search memory instead of whether to save.")
+@vault_option
+@output_options
+@handle_errors
+def analyze(message: str, recall: bool, vault: str | None, as_json: bool) -> None:
+    """Should this message be saved (or, with --recall, looked up)? Confidence and suggestions.
+
+    Weighted phrase signals from templates/activation.yaml through a sigmoid: above 0.7
+    act, 0.4-0.7 ask first, below 0.4 leave it.
+
+    \b
+    Example:
+      vaultmem analyze "Remember: I prefer TypeScript over JavaScript"
+      vaultmem analyze --recall "What did I say about TypeScript?" --json
+    """
+    store = _store(vault)
+    result = store.analyze_for_recall(message) if recall else store.analyze_message(message)
+    if as_json:
+        emit_json(result)
+        return
+    if recall:
+        click.echo(f"should_search: {str(result['should_search']).lower()} (confidence {result['confidence']:.2f})")
+        click.echo(f"query:         {result['suggested_query'] or '-'}")
+    else:
+        click.echo(f"should_save: {str(result['should_save']).lower()} (confidence {result['confidence']:.2f})")
+        click.echo(f"strength:    {result['suggested_strength']:g}")
+        click.echo(f"tags:        {', '.join(result['suggested_tags']) or '-'}")
+    pad = 15 if recall else 13
+    click.echo(f"{'entities:':<{pad}}{', '.join(result['suggested_entities']) or '-'}")
+    click.echo(f"{'reasoning:':<{pad}}{result['reasoning']}")
 
 
 @cli.command(name="open")
@@ -390,7 +477,7 @@ def backlinks(ref: str, vault: str | None, as_json: bool) -> None:
 @output_options
 @handle_errors
 def doctor(vault: str | None, as_json: bool) -> None:
-    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies.
+    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies, credentials.
 
     Exits 1 when it finds a problem.
 

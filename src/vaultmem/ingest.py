@@ -1,9 +1,9 @@
 """Mnemosyne's `memory_store` pipeline on the vault, on top of `MemoryStore.save`.
 
 1. validate (importance 0-1, category one of the 7 types, eventTime ISO 8601, private needs an agent)
-2. duplicate check: a live memory visible to the agent with word-set cosine >= 0.92 ->
-   status `duplicate` (nothing written); `save` itself also refuses secrets and reinforces
-   near-duplicates when the enrichment layer is installed -> `blocked_secret` / `duplicate`
+2. duplicate check: a live memory of the same agent with word-set cosine >= 0.92 ->
+   status `duplicate` (nothing written); the same fact from another agent is stored (it
+   corroborates: agreement, Mesh Facts). `save` refuses secrets -> `blocked_secret`
 3. auto-link candidates: memories with cosine > 0.70 (up to 5), linked both ways through the
    `related` property (`"[[file-name]]"` wikilinks Obsidian shows in its graph)
 4. confidence: 0.5 x quality (0.9 stored, 0.6 auto-captured) + 0.3 x agreement
@@ -80,11 +80,14 @@ def store_memory(store: "MemoryStore", text: str, *, importance: float | None = 
     similar = _similar(store, text, agent)
     base = {"linkedCount": 0, "classification": classification, "memoryType": category or "semantic",
             "entities": [], "priorityScore": importance if importance is not None else R.DEFAULT_IMPORTANCE}
-    if similar and similar[0][0] >= DUPLICATE_SIMILARITY:
-        dup = similar[0][1]
+    # A near-identical memory of the same agent is a duplicate; the same fact from another
+    # agent is stored: independent holders are what makes a Mesh Fact.
+    own = [(score, rec) for score, rec in similar if score >= DUPLICATE_SIMILARITY and (rec.agent or None) == agent]
+    if own:
+        dup = own[0][1]
         return {"status": "duplicate", **base, "memoryType": dup.memory_type or base["memoryType"],
                 "entities": dup.entities, "confidenceTag": R.confidence_tag(R.confidence_of(dup.props)),
-                "duplicateOf": dup.id, "similarity": round(similar[0][0], 4),
+                "duplicateOf": dup.id, "similarity": round(own[0][0], 4),
                 "message": f"Near-duplicate of {dup.id[:8]}; nothing was stored"}
     linked = [rec for score, rec in similar if score > AUTO_LINK_SIMILARITY][:MAX_AUTO_LINKS]
     agents = {agent or ""} | {rec.agent or "" for score, rec in similar if score >= AUTO_LINK_SIMILARITY}
@@ -104,7 +107,10 @@ def store_memory(store: "MemoryStore", text: str, *, importance: float | None = 
         # save classifies an untyped memory when the enrichment layer is installed; without it
         # the seed's general-knowledge type is written, so the note says what StoreResult says.
         mtype = category or (None if hasattr(store, "enricher") else "semantic")
-        saved = store.save(text, source=source, meta=meta, memory_type=mtype, agent=agent)
+        import inspect
+
+        extra = {"dedupe": False} if "dedupe" in inspect.signature(store.save).parameters else {}
+        saved = store.save(text, source=source, meta=meta, memory_type=mtype, agent=agent, **extra)
     except Exception as exc:
         if blocked is not None and isinstance(exc, blocked):
             return {"status": "blocked_secret", **base, "classification": "secret", "confidenceTag": "Uncertain",

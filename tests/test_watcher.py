@@ -252,7 +252,9 @@ def test_ignored_paths_never_reach_the_index(vault_path, running, reader):
     (vault_path / "memory/stm/sentinel.md").write_text(note_text("sentinel"), encoding="utf-8")
     wait_for(lambda: reader.index.get("memory/stm/sentinel.md"), what="the sentinel note")
     assert [rec.path for rec in reader.index.records()] == ["memory/stm/sentinel.md"]
-    assert r.watcher.counts["indexed"] == 1
+    # the sentinel may be indexed twice (create, then modify, in separate batches under load);
+    # none of the ignored files ever is
+    assert 1 <= r.watcher.counts["indexed"] <= 2
 
 
 @pytest.mark.parametrize("rel, expected", [

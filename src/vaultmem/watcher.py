@@ -483,6 +483,7 @@ class Watcher:
                 log.exception("full sync failed too: %s; will retry on the next change", again)
                 return {"indexed": 0, "removed": 0, "skipped": 0, "malformed": [], "error": str(again)}
         self._apply_reviews(result.get("paths", []))
+        self._embed(result.get("paths", []))
         seconds = time.perf_counter() - t0
         self._trim_heap()
         for item in result["malformed"]:
@@ -508,6 +509,15 @@ class Watcher:
             with contextlib.suppress(OSError):
                 self._save_status()
         return result
+
+    def _embed(self, paths: list[str]) -> None:
+        """Keep vectors fresh for edited memories (only when the embeddings extra is enabled)."""
+        if not paths:
+            return
+        try:
+            self.store.embed_paths(paths)
+        except Exception as exc:  # a model problem must not stop indexing
+            log.warning("could not refresh embeddings for %d notes: %s", len(paths), exc)
 
     def _apply_reviews(self, paths: list[str]) -> None:
         """A person ticked boxes in a review note: carry out the ticked proposals once."""
@@ -688,6 +698,7 @@ def configure_logging(verbose: bool) -> None:
 
 def serve(store: Any, install_signals: bool = True) -> None:
     """`vaultmem watch`: run until SIGINT/SIGTERM, finishing the batch in hand."""
+    store.long_lived = True  # embeddings (when installed) stay warm and follow edits
     watcher = Watcher(store)
     if install_signals:
         import signal

@@ -17,6 +17,10 @@ from vaultmem.metrics import Metrics, percentile
 WRITING = {"save_memory", "touch_memory", "create_relation"}
 READING = {"search_memory", "open_memories", "read_graph", "backfill_embeddings", "get_performance_metrics",
            "reset_performance_metrics"}
+MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store", "before_agent_start", "agent_end"}
+MNEMOSYNE_READING = {"memory_block_get", "memory_toma"}
+WRITING |= MNEMOSYNE_WRITING
+READING |= MNEMOSYNE_READING
 
 
 @pytest.fixture

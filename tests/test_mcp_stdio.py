@@ -14,6 +14,9 @@ from conftest import NOW
 
 ALL_TOOLS = {"save_memory", "search_memory", "touch_memory", "open_memories", "backfill_embeddings",
              "get_performance_metrics", "reset_performance_metrics", "read_graph", "create_relation"}
+MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store",
+                     "before_agent_start", "agent_end"}
+ALL_TOOLS |= MNEMOSYNE_WRITING | {"memory_block_get", "memory_toma"}
 
 
 def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
@@ -98,7 +101,7 @@ def test_read_only_server_offers_no_writing_tool(vault_path, tmp_path):
         return tools, attempt
 
     tools, attempt = session_run(vault_path, scenario, "--read-only", errlog=tmp_path / "err.txt")
-    assert tools == ALL_TOOLS - {"save_memory", "touch_memory", "create_relation"}
+    assert tools == ALL_TOOLS - {"save_memory", "touch_memory", "create_relation"} - MNEMOSYNE_WRITING
     assert attempt.is_error and attempt.content[0].text == "Unknown tool: save_memory"
     assert list((vault_path / "memory/stm").iterdir()) == []
 

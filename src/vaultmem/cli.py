@@ -978,9 +978,10 @@ def pipeline_apply_review(file: str | None, vault: str | None, as_json: bool) ->
 
 @cli.command()
 @click.option("--read-only", is_flag=True, help="Register no tool that changes the vault (search/open only).")
+@click.option("--agent", envvar="VAULTMEM_AGENT", help="This assistant's agent id (default: $VAULTMEM_AGENT).")
 @vault_option
 @handle_errors
-def mcp(read_only: bool, vault: str | None) -> None:
+def mcp(read_only: bool, agent: str | None, vault: str | None) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code, Cursor).
 
     stdout carries only protocol frames; logs go to stderr. See docs/mcp.md for client setup.
@@ -992,9 +993,13 @@ def mcp(read_only: bool, vault: str | None) -> None:
     """
     store = _store(vault, quiet=True)
     store.vault.require()
+    store.agent = agent or None
     from vaultmem.mcp_server import serve
 
     serve(store, read_only=read_only)
+
+
+from vaultmem import cli_mnemosyne  # noqa: E402,F401  (registers recall, forget, block, ...)
 
 
 def main() -> None:

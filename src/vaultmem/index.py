@@ -28,7 +28,8 @@ from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault, is_conflict_copy
 
-SCHEMA_VERSION = 5  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: kind "conflict"
+SCHEMA_VERSION = 6  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
+# (forget.py); 6: kind "conflict" for sync-conflict copies (reliability)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
 PROPS_BOOST = 1.0
@@ -175,7 +176,8 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     default_time = dt.datetime.fromtimestamp(fingerprint[0] / 1e9, UTC).replace(microsecond=0)
     memory = notes.memory_from_properties(props, split.body, rel, default_time)
     rec.id = memory.id
-    rec.status = folder_status or memory.status
+    # A soft-deleted memory (`deleted: true`, see forget.py) keeps its file but leaves search.
+    rec.status = "deleted" if props.get("deleted") is True else (folder_status or memory.status)
     rec._declared_status = str(props.get("status") or "active")  # type: ignore[attr-defined]
     rec.content = memory.content
     rec.created = memory.created.timestamp()
@@ -195,7 +197,7 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
 
 def _note_mismatch(rec: Record, report: SyncReport) -> None:
     declared = getattr(rec, "_declared_status", None)
-    if rec.kind == "memory" and declared is not None and declared != rec.status:
+    if rec.kind == "memory" and declared is not None and rec.status not in (declared, "deleted"):
         report.status_mismatch.append(rec.path)
 
 

@@ -362,6 +362,8 @@ def reset_performance_metrics(store: MemoryStore) -> dict[str, Any]:
     return {"success": True, "message": "Performance metrics reset"}
 
 
+from vaultmem import mcp_mnemosyne  # noqa: E402,F401  (registers the Mnemosyne tools)
+
 # -- the server -----------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ MAX_TAGS = 50
 MAX_TAG_CHARS = 100
 STATUS_FILTERS = ("active", "promoted", "archived", "all")
 DEFAULT_STATUSES = ("active", "promoted")
+LIVE_STATUSES = ("active", "promoted", "archived")  # "all" still leaves soft-deleted memories out
 FRESHNESS_MIDPOINT = 0.3
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 MEMORY_TYPES = ("episodic", "semantic", "preference", "relationship", "procedural", "profile", "core")
@@ -101,6 +102,7 @@ class MemoryStore:
         # True in long-lived processes (MCP server, watcher): with embeddings `auto` they load
         # the model, embed on save and search hybrid by default; a one-shot CLI call does not.
         self.long_lived = False
+        self.agent: str | None = None  # default agent id for Mnemosyne calls (`--agent`, VAULTMEM_AGENT)
 
     @property
     def vectors(self) -> Any:
@@ -475,7 +477,7 @@ class MemoryStore:
         tags = validate_tags(tags)
         self.sync()
         now = self.now()
-        statuses = None if status == "all" else ((status,) if status else DEFAULT_STATUSES)
+        statuses = LIVE_STATUSES if status == "all" else ((status,) if status else DEFAULT_STATUSES)
         since = now - dt.timedelta(days=window_days) if window_days else None
         text = (query or "").strip()
         if len(text) > 2000:
@@ -533,7 +535,7 @@ class MemoryStore:
             params.append(since.timestamp())
         wanted = {t.lower() for t in tags}
         return [rec for rec in self.index.records(where, params)
-                if not wanted or wanted & {t.lower() for t in rec.tags}]
+                if (not wanted or wanted & {t.lower() for t in rec.tags}) and self.visible(rec)]
 
     def _rank(self, text: str, statuses: Sequence[str] | None, tags: Sequence[str],
               since: dt.datetime | None, min_score: float | None, top_k: int,
@@ -558,7 +560,7 @@ class MemoryStore:
             ranked = []
             for path, bm25 in hits:
                 rec = records.get(path)
-                if rec is None:
+                if rec is None or not self.visible(rec):
                     continue
                 if since is not None and (rec.last_used or 0) < since.timestamp():
                     continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
@@ -640,37 +642,154 @@ class MemoryStore:
         `change` receives the note as it is at this moment (a person may have edited it
         since it was indexed) and returns the properties to set; nothing else is touched.
         """
-        with self.vault.lock():
-            path = self.vault.abs(rec.path)
-            try:
-                text = path.read_text(encoding="utf-8")
-                st = path.stat()
-            except FileNotFoundError:
-                self.index.sync()
-                rec = self.resolve(rec.id or rec.path)
-                path = self.vault.abs(rec.path)
-                text = path.read_text(encoding="utf-8")
-                st = path.stat()
-            from vaultmem.index import record_from_text
+        return self.modify_many([rec], change)[0]
 
-            try:
-                current = record_from_text(self.vault, rec.path, text, (st.st_mtime_ns, st.st_size))
-            except MalformedNote as exc:
-                raise MalformedNote(rec.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
-            changes = dict(change(current))
-            split = notes.split_note(text)
-            props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
-            if "id" not in props and current.id:
-                changes = {"id": current.id, **changes}
-            new_text = notes.update_frontmatter(text, changes)
-            if new_text != text:
-                self.vault.write_text(path, new_text)
-            self.index.refresh([rec.path])
-        updated = self.index.get(rec.path)
-        if updated is not None and updated.content != rec.content and self.embeddings_enabled():
-            self.embed_paths([rec.path])
-        assert updated is not None
-        return updated
+    def modify_many(self, recs: Sequence[Record], change: Callable[[Record], Mapping[str, Any]]) -> list[Record]:
+        """`modify` for several notes under one lock hold and one index commit (recall's access)."""
+        with self.vault.lock():
+            paths = [self._rewrite(rec, change) for rec in recs]
+            if paths:
+                self.index.refresh(paths)
+        updated = [self.index.get(p) for p in paths]
+        assert all(u is not None for u in updated)
+        before = {rec.path: rec.content for rec in recs}
+        edited = [u.path for u in updated if u is not None and u.content != before.get(u.path, u.content)]
+        if edited and self.embeddings_enabled():
+            self.embed_paths(edited)
+        return updated  # type: ignore[return-value]
+
+    def _rewrite(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> str:
+        """The file part of `modify` (caller holds the lock); returns the note's path."""
+        path = self.vault.abs(rec.path)
+        try:
+            text = path.read_text(encoding="utf-8")
+            st = path.stat()
+        except FileNotFoundError:
+            self.index.sync()
+            rec = self.resolve(rec.id or rec.path)
+            path = self.vault.abs(rec.path)
+            text = path.read_text(encoding="utf-8")
+            st = path.stat()
+        from vaultmem.index import record_from_text
+
+        try:
+            current = record_from_text(self.vault, rec.path, text, (st.st_mtime_ns, st.st_size))
+        except MalformedNote as exc:
+            raise MalformedNote(rec.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
+        changes = dict(change(current))
+        split = notes.split_note(text)
+        props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
+        if "id" not in props and current.id:
+            changes = {"id": current.id, **changes}
+        new_text = notes.update_frontmatter(text, changes)
+        if new_text != text:
+            self.vault.write_text(path, new_text)
+        return rec.path
+
+    # -- Mnemosyne: recall, forget, blocks, feedback (logic in recall/forget/blocks/feedback.py) --
+    def visible(self, rec: Record) -> bool:
+        """A private memory (`private: true`) is shown to its own agent only (self.agent)."""
+        return rec.props.get("private") is not True or (bool(self.agent) and rec.agent == self.agent)
+
+    def _agent(self, agent: str | None) -> str | None:
+        return agent if agent else self.agent
+
+    def recall(self, query: str, *, limit: int = 5, min_score: float = 0.3,
+               agent: str | None = None) -> dict[str, Any]:
+        """Multi-signal, intent-aware recall; counts as access; remembered for feedback."""
+        from vaultmem import recall
+
+        return recall.recall(self, query, limit=limit, min_score=min_score, agent=self._agent(agent))
+
+    def forget(self, memory_id: str | None = None, query: str | None = None,
+               agent: str | None = None) -> dict[str, Any]:
+        """Soft-delete by id (or 8-char short id) or by query (auto only for one match > 0.9)."""
+        from vaultmem import forget
+
+        return forget.forget(self, memory_id, query, agent=self._agent(agent))
+
+    def restore(self, memory_id: str) -> dict[str, Any]:
+        from vaultmem import forget
+
+        return forget.restore(self, memory_id)
+
+    def feedback(self, signal: str, memory_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
+        """Positive/negative feedback on one memory or on the last recall's results."""
+        from vaultmem import feedback
+
+        return feedback.apply(self, signal, memory_id, agent=self._agent(agent))
+
+    def block_get(self, name: str) -> dict[str, Any] | None:
+        from vaultmem import blocks
+
+        return blocks.get(self, name)
+
+    def block_set(self, name: str, content: str, *, agent: str | None = None,
+                  expected_version: int | None = None) -> dict[str, Any]:
+        """Write a named block; a racing writer retries, or fails if expected_version is stale."""
+        from vaultmem import blocks
+
+        return blocks.set_(self, name, content, agent=self._agent(agent), expected_version=expected_version)
+
+    def block_list(self) -> list[dict[str, Any]]:
+        from vaultmem import blocks
+
+        return blocks.list_(self)
+
+    def store_memory(self, text: str, *, importance: float | None = None, category: str | None = None,
+                     event_time: str | None = None, agent: str | None = None, private: bool = False,
+                     source: str | None = None) -> dict[str, Any]:
+        """Mnemosyne's memory_store: dedup, classify, score confidence, save, auto-link (StoreResult)."""
+        from vaultmem import ingest
+
+        return ingest.store_memory(self, text, importance=importance, category=category, event_time=event_time,
+                                   agent=self._agent(agent), private=private, source=source)
+
+    # -- lifecycle hooks (logic in hooks.py) -------------------------------------------------
+    def context(self, prompt: str | None = None, agent: str | None = None) -> dict[str, Any]:
+        """before_agent_start: last session + recalled + proactive memories as an evidence block."""
+        from vaultmem import hooks
+
+        return hooks.context(self, prompt, self._agent(agent))
+
+    def capture(self, transcript: str, agent: str | None = None) -> dict[str, Any]:
+        """agent_end: session snapshot, <= 3 auto-captured memories, implicit feedback."""
+        from vaultmem import hooks
+
+        return hooks.capture(self, transcript, self._agent(agent))
+
+    # -- agent awareness (logic in awareness.py) ------------------------------------------------
+    def toma(self, agent_id: str, topic: str, limit: int = 5) -> dict[str, Any]:
+        """What one agent knows about a topic, with its knowledge profile."""
+        from vaultmem import awareness
+
+        return awareness.toma(self, agent_id, topic, limit, viewer=self.agent)
+
+    def bot_profile(self, agent_id: str) -> dict[str, Any]:
+        from vaultmem import awareness
+
+        return awareness.profile(self, agent_id, viewer=self.agent)
+
+    def knowledge_gap(self, agent_a: str, agent_b: str, topic: str) -> dict[str, Any]:
+        from vaultmem import awareness
+
+        return awareness.knowledge_gap(self, agent_a, agent_b, topic, viewer=self.agent)
+
+    def synthesize(self, topic: str) -> dict[str, Any]:
+        """Facts held independently by >= 3 agents become Mesh Facts."""
+        from vaultmem import awareness
+
+        return awareness.synthesize(self, topic)
+
+    def count(self) -> dict[str, Any]:
+        from vaultmem import awareness
+
+        return awareness.count(self)
+
+    def skills(self, query: str | None = None, limit: int = 20) -> dict[str, Any]:
+        from vaultmem import awareness
+
+        return awareness.skills(self, query, limit, viewer=self.agent)
 
     # -- clustering and consolidation (logic in consolidate.py) -----------------------------
     def cluster(self, threshold: float = 0.83, max_cluster_size: int = 12, find_duplicates: bool = False,

@@ -142,7 +142,10 @@ def test_every_tool_answers_every_generated_call(fuzz_vault, store):
                     figures["calls"] += 1
                     figures["by_category"][category] = figures["by_category"].get(category, 0) + 1
                     where = f"{tool.name}({json.dumps(args)[:200]})"
-                    assert result.content, where
+                    if not result.content:  # a tool whose answer is null (memory_block_get of no block)
+                        assert not result.is_error and result.structured_content == {"result": None}, where
+                        figures["ok"] += 1
+                        continue
                     text = result.content[0].text
                     if result.is_error:
                         figures["errors"] += 1
@@ -153,7 +156,8 @@ def test_every_tool_answers_every_generated_call(fuzz_vault, store):
                     else:
                         figures["ok"] += 1
                         assert isinstance(result.structured_content, dict), where
-                        assert json.loads(text) == result.structured_content
+                        decoded = json.loads(text)
+                        assert decoded == result.structured_content or {"result": decoded} == result.structured_content
                         if tool.annotations and tool.annotations.read_only_hint:
                             assert snapshot(fuzz_vault) == before, f"read-only tool changed the vault: {where}"
 

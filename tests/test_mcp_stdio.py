@@ -12,8 +12,9 @@ from typing import Any
 
 from conftest import NOW
 
-ALL_TOOLS = {"save_memory", "search_memory", "touch_memory", "open_memories", "backfill_embeddings",
-             "get_performance_metrics", "reset_performance_metrics"}
+WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory"}
+ALL_TOOLS = WRITING | {"search_memory", "search_unified", "open_memories", "backfill_embeddings",
+                       "get_performance_metrics", "reset_performance_metrics"}
 
 
 def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
@@ -97,7 +98,7 @@ def test_read_only_server_offers_no_writing_tool(vault_path, tmp_path):
         return tools, attempt
 
     tools, attempt = session_run(vault_path, scenario, "--read-only", errlog=tmp_path / "err.txt")
-    assert tools == ALL_TOOLS - {"save_memory", "touch_memory"}
+    assert tools == ALL_TOOLS - WRITING
     assert attempt.is_error and attempt.content[0].text == "Unknown tool: save_memory"
     assert list((vault_path / "memory/stm").iterdir()) == []
 
@@ -136,3 +137,65 @@ def test_mcp_on_a_missing_vault_fails_before_serving(tmp_path):
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr == f"Error: vault {tmp_path / 'nope'} does not exist; run `vaultmem init {tmp_path / 'nope'}` first\n"
+
+
+def _note(vault: Path, folder: str, name: str, n: int, content: str, age: str, use_count: int = 0) -> Path:
+    status = {"stm": "active", "ltm": "promoted"}[folder]
+    path = vault / "memory" / folder / f"{name}.md"
+    path.write_text(f"---\nid: {n:08x}-0000-4000-8000-000000000000\ncreated: {age}\nlast_used: {age}\n"
+                    f"use_count: {use_count}\nstrength: 1.0\nstatus: {status}\ntags:\n  - ops\n---\n{content}\n")
+    return path
+
+
+def test_lifecycle_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
+    stale = _note(vault_path, "stm", "stale-deploy-host", 1, "Deploy host was ci-old", "2026-03-01T00:00:00Z")
+    older = _note(vault_path, "stm", "older-deploy-host", 2, "Deploy host was ci-older", "2026-01-01T00:00:00Z")
+    used = _note(vault_path, "stm", "deploy-day", 3, "Deploys go out on Tuesdays", "2026-11-21T10:15:00Z", 2)
+    (vault_path / "Runbook.md").write_text("# Runbook\nDeploys need a green build.\n")
+    stale_text = stale.read_text()
+
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"instructions": init.instructions}
+        out["unified"] = data(await s.call_tool("search_unified", {"query": "deploys", "preview_length": 0}))
+        out["bad_unified"] = await s.call_tool("search_unified", {"limit": 101})
+        out["observe"] = data(await s.call_tool("observe_memory_usage", {"memory_ids": ["00000003"],
+                                                                         "context_tags": ["release"]}))
+        out["bad_observe"] = await s.call_tool("observe_memory_usage", {"memory_ids": ["a\x00b"]})
+        out["gc_preview"] = data(await s.call_tool("gc", {}))
+        out["gc_archive"] = data(await s.call_tool("gc", {"dry_run": False, "archive_instead": True, "limit": 1}))
+        out["gc_trash"] = data(await s.call_tool("gc", {"dry_run": False}))
+        out["bad_gc"] = await s.call_tool("gc", {"dry_run": False, "limit": -5})
+        out["promote"] = data(await s.call_tool("promote_memory", {"memory_id": "deploy-day"}))
+        out["bad_promote"] = await s.call_tool("promote_memory", {"memory_id": "deploy-day", "target": "/tmp"})
+        out["review"] = data(await s.call_tool("search_memory", {"query": "deploys",
+                                                                 "include_review_candidates": False}))
+        return out
+
+    out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
+    assert "observe_memory_usage with the ids" in out["instructions"]
+    assert [(r["source"], r["path"]) for r in out["unified"]["results"]] == [
+        ("stm", "memory/stm/deploy-day.md"), ("stm", "memory/stm/stale-deploy-host.md"),
+        ("stm", "memory/stm/older-deploy-host.md"), ("vault", "Runbook.md")]
+    assert out["bad_unified"].is_error and "limit\n  Input should be less than or equal to 100" in (
+        out["bad_unified"].content[0].text)
+    assert out["observe"]["results"][0] == {"id": "00000003-0000-4000-8000-000000000000", "status": "reinforced",
+                                            "cross_domain": True, "new_use_count": 3, "new_review_count": 1,
+                                            "strength": 1.05}
+    assert out["bad_observe"].content[0].text == (
+        "Error: memory_ids must be a UUID, an 8-char short id or a note file name, got 'a\\x00b'")
+    assert (out["gc_preview"]["dry_run"], out["gc_preview"]["total_affected"]) == (True, 2)
+    assert out["gc_archive"]["memory_ids"] == ["00000002-0000-4000-8000-000000000000"]
+    assert out["gc_trash"]["memory_ids"] == ["00000001-0000-4000-8000-000000000000"]
+    assert out["bad_gc"].is_error and "limit\n  Input should be greater than or equal to 1" in (
+        out["bad_gc"].content[0].text)
+    assert out["promote"]["promoted_ids"] == ["00000003-0000-4000-8000-000000000000"]
+    assert out["bad_promote"].content[0].text == (
+        'Error: target must be "obsidian" (vaultmem promotes within the vault), got \'/tmp\'')
+    assert [r["path"] for r in out["review"]["results"]] == ["memory/ltm/deploy-day.md"]
+    # files on disk: one archived, one in Obsidian's trash (unchanged), one promoted; none unlinked
+    assert not older.exists() and "status: archived\n" in (vault_path / "memory/archive/older-deploy-host.md").read_text()
+    assert not stale.exists() and (vault_path / ".trash/stale-deploy-host.md").read_text() == stale_text
+    promoted = (vault_path / "memory/ltm/deploy-day.md").read_text()
+    assert not used.exists() and "use_count: 3\nstrength: 1.05\nstatus: promoted\n" in promoted
+    assert "review_count: 1\n" in promoted and promoted.endswith("---\nDeploys go out on Tuesdays\n")
+    assert list((vault_path / "memory/stm").iterdir()) == []

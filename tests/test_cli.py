@@ -141,3 +141,24 @@ def test_help_and_search_import_no_heavy_libraries(vault_path):
                               capture_output=True, text=True, check=True)
         imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines() if "|" in line}
         assert not imported & set(heavy), f"vaultmem {' '.join(args)} imports {imported & set(heavy)}"
+
+
+def test_config_shows_values_and_sources(runner, vault_path, monkeypatch):
+    (vault_path / ".vaultmem/config.yaml").write_text("forget_threshold: 0.02\n")
+    monkeypatch.setenv("CORTEXGRAPH_DECAY_MODEL", "exponential")
+    monkeypatch.setenv("VAULTMEM_PL_HALFLIFE_DAYS", "5")
+    data = json.loads(invoke(runner, "config", "--json").output)["settings"]
+    assert data["forget_threshold"] == {"value": 0.02, "source": ".vaultmem/config.yaml"}
+    assert data["decay_model"] == {"value": "exponential", "source": "CORTEXGRAPH_DECAY_MODEL"}
+    assert data["pl_halflife_days"] == {"value": 5.0, "source": "VAULTMEM_PL_HALFLIFE_DAYS"}
+    assert data["decay_beta"] == {"value": 0.6, "source": "default"}
+    lines = invoke(runner, "config").output.splitlines()
+    assert any(line.startswith("decay_model") and line.endswith("(CORTEXGRAPH_DECAY_MODEL)") for line in lines)
+
+
+def test_unknown_setting_names_the_fix(runner, vault_path):
+    (vault_path / ".vaultmem/config.yaml").write_text("decay_modle: power_law\n")
+    result = runner.invoke(cli, ["stats"])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: unknown setting 'decay_modle' in {vault_path}/.vaultmem/config.yaml; "
+                             "did you mean 'decay_model'?\n")

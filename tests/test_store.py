@@ -358,3 +358,14 @@ def test_freshness_ttl_skips_rescans_but_not_own_writes(store, vault_path):
     assert store.search("saved")["results"][0]["id"] == mid
     store.freshness_ttl = 0.0
     assert store.search("obsidian")["count"] == 1
+
+
+def test_parallel_rebuild_indexes_the_same_notes(sample_vault, clock, monkeypatch):
+    import vaultmem.index as index_module
+
+    store = MemoryStore(sample_vault, clock=clock)
+    serial = store.rebuild_index()
+    monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
+    parallel = store.rebuild_index()
+    assert parallel == serial
+    assert store.search("café zürich")["results"][0]["id"].startswith("9c1e44f0")

@@ -17,13 +17,15 @@ from vaultmem import __version__
 from vaultmem.errors import VaultmemError
 
 
-def _store(vault: str | None) -> Any:
+def _store(vault: str | None, quiet: bool = False) -> Any:
     from vaultmem.config import load_settings, resolve_vault
     from vaultmem.store import MemoryStore
     from vaultmem.timeutil import env_clock
 
     root = resolve_vault(vault)
-    return MemoryStore(root, settings=load_settings(root), clock=env_clock())
+    store = MemoryStore(root, settings=load_settings(root), clock=env_clock())
+    store.progress = progress_for(quiet)  # only on a terminal; a pipe or --quiet stays quiet
+    return store
 
 
 def vault_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,6 +67,9 @@ def progress_for(quiet: bool) -> Callable[[Iterable[str], int], Iterator[str]] |
         return None
 
     def run(items: Iterable[str], length: int) -> Iterator[str]:
+        if length < 500:  # a handful of changed notes: no bar flashing by
+            yield from items
+            return
         with click.progressbar(items, length=length, label="Indexing notes", file=sys.stderr) as bar:
             yield from bar
 
@@ -189,7 +194,7 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
       vaultmem search "authentication" --top-k 5 --tag auth
       vaultmem search "architecture" --unified --page 2 --verbose
     """
-    store = _store(vault)
+    store = _store(vault, quiet=quiet or as_json)
     if unified:
         result = store.search_unified(query, tags=tags, limit=limit, stm_weight=stm_weight,
                                       ltm_weight=ltm_weight, window_days=window_days, min_score=min_score,
@@ -450,6 +455,33 @@ def stats(vault: str | None, as_json: bool) -> None:
     click.echo(f"index size:       {result['index_bytes'] / 1024:.0f} KiB")
 
 
+@cli.command()
+@vault_option
+@output_options
+@handle_errors
+def config(vault: str | None, as_json: bool) -> None:
+    """Show every setting, its effective value and where it came from.
+
+    Set them in <vault>/.vaultmem/config.yaml (`name: value`) or as VAULTMEM_<NAME>
+    environment variables (CortexGraph's CORTEXGRAPH_* names work too).
+
+    \b
+    Example:
+      vaultmem config
+      VAULTMEM_DECAY_MODEL=exponential vaultmem config --json
+    """
+    from vaultmem.config import describe_settings, resolve_vault
+
+    root = resolve_vault(vault)
+    result = describe_settings(root)
+    if as_json:
+        emit_json({"success": True, "vault": str(root), "settings": result})
+        return
+    width = max(len(name) for name in result)
+    for name, item in result.items():
+        click.echo(f"{name:<{width}}  {item['value']!s:<12}  ({item['source']})")
+
+
 @cli.group()
 def index() -> None:
     """Look after the derived search index in .vaultmem/index/."""
@@ -519,7 +551,7 @@ def mcp(read_only: bool, vault: str | None) -> None:
       vaultmem mcp --vault ~/Documents/vaultmem
       claude mcp add vaultmem -- vaultmem mcp --vault ~/Documents/vaultmem
     """
-    store = _store(vault)
+    store = _store(vault, quiet=True)
     store.vault.require()
     from vaultmem.mcp_server import serve
 

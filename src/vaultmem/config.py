@@ -162,23 +162,37 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
     """Build the settings for one vault from every layer, validated."""
+    values = {name: value for name, (value, _source) in _layers(vault, environ, overrides).items()}
+    return Settings(**values).validate()
+
+
+def describe_settings(vault: Path | None, environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Every setting's effective value and where it came from (for `vaultmem config`)."""
+    settings = load_settings(vault, environ)
+    layers = _layers(vault, environ, None)
+    return {name: {"value": getattr(settings, name), "source": layers.get(name, (None, "default"))[1]}
+            for name in FIELDS}
+
+
+def _layers(vault: Path | None, environ: Mapping[str, str] | None,
+            overrides: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
     environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
+    values: dict[str, tuple[Any, str]] = {}
     if vault is not None:
         path = vault / CONFIG_FILE
         if path.is_file():
-            values.update(_read_config_file(path))
+            values.update((k, (v, CONFIG_FILE)) for k, v in _read_config_file(path).items())
     for env_name, name in ENV_ALIASES.items():
         if env_name in environ:
-            values[name] = _coerce(name, environ[env_name], env_name)
+            values[name] = (_coerce(name, environ[env_name], env_name), env_name)
     for name in FIELDS:
         env_name = "VAULTMEM_" + name.upper()
         if env_name in environ:
-            values[name] = _coerce(name, environ[env_name], env_name)
+            values[name] = (_coerce(name, environ[env_name], env_name), env_name)
     for name, value in (overrides or {}).items():
         if value is not None:
-            values[name] = _coerce(name, value, "command-line options")
-    return Settings(**values).validate()
+            values[name] = (_coerce(name, value, "command-line options"), "command line")
+    return values
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -203,7 +217,11 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     result = {}
     for key, value in data.items():
         if key not in FIELDS:
-            raise ConfigError(f"unknown setting {key!r} in {origin}; see `vaultmem config` for the names")
+            import difflib
+
+            close = difflib.get_close_matches(str(key), list(FIELDS), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "README.md's Configuration section lists the names"
+            raise ConfigError(f"unknown setting {key!r} in {origin}; {hint}")
         result[key] = _coerce(key, value, origin)
     return result
 

@@ -26,7 +26,7 @@ from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities")
 NOTE_PREVIEW_CHARS = 4000
@@ -205,7 +205,7 @@ def _analyzer() -> Any:
 
 
 def _schema() -> Any:
-    from whoosh.fields import ID, KEYWORD, NUMERIC, TEXT, Schema
+    from whoosh.fields import ID, KEYWORD, TEXT, Schema
 
     analyzer = _analyzer()
     return Schema(
@@ -217,7 +217,6 @@ def _schema() -> Any:
         content=TEXT(analyzer=analyzer),
         tags=KEYWORD(lowercase=True, commas=True, scorable=True, field_boost=1.5),
         entities=TEXT(analyzer=analyzer, field_boost=1.3),
-        last_used=NUMERIC(int, bits=64, signed=True),
     )
 
 
@@ -235,7 +234,6 @@ def _document(rec: Record) -> dict[str, Any]:
         "content": text,
         "tags": ",".join(rec.tags),
         "entities": " ".join(rec.entities),
-        "last_used": int(rec.last_used or 0),
     }
 
 
@@ -410,9 +408,10 @@ class Index:
         writer = ix.writer(limitmb=256)
         rows = []
         paths = sorted(on_disk)
-        iterator = progress(paths, len(paths)) if progress and paths else paths
-        for rel in iterator:
-            rec = read_record(self.vault, rel, on_disk[rel])
+        records = self._read_all(paths, on_disk)
+        iterator = progress(records, len(paths)) if progress and paths else records
+        for rec in iterator:
+            rel = rec.path
             if rec.error:
                 report.malformed.append((rel, rec.error))
             else:
@@ -430,6 +429,29 @@ class Index:
         shutil.rmtree(old, ignore_errors=True)
         report.added = len(rows)
         return report
+
+    def _read_all(self, paths: list[str], on_disk: dict[str, tuple[int, int]]) -> Iterator[Record]:
+        """Parse notes in order; big vaults parse in worker processes while Whoosh indexes here."""
+        import sys
+        import threading
+
+        workers = min(4, (os.cpu_count() or 1) - 1)
+        # fork is cheap and needs no importable __main__, but is only safe single-threaded on
+        # Linux; elsewhere (threaded servers, macOS) parse here, serially.
+        parallel = (len(paths) >= PARALLEL_PARSE_MIN and workers >= 1 and sys.platform == "linux"
+                    and threading.active_count() == 1)
+        if not parallel:
+            for rel in paths:
+                yield read_record(self.vault, rel, on_disk[rel])
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        chunks = [[(rel, on_disk[rel]) for rel in paths[i:i + 250]] for i in range(0, len(paths), 250)]
+        jobs = ((self.vault.root, self.vault.settings, chunk) for chunk in chunks)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            for batch in pool.map(_read_chunk, jobs):
+                yield from batch
 
     # -- reading ----------------------------------------------------------------------------
     def get(self, path: str) -> Record | None:
@@ -451,7 +473,7 @@ class Index:
         return self.db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
 
     def search(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
-               tags: Sequence[str] = (), since: dt.datetime | None = None,
+               tags: Sequence[str] = (),
                limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
         """BM25F matches as (path, relevance), best first, and whether that is every match."""
         from whoosh import query as Q
@@ -468,8 +490,6 @@ class Index:
             filters.append(_any_of("status", statuses))
         if tags:
             filters.append(_any_of("tags", [t.lower() for t in tags]))
-        if since is not None:
-            filters.append(Q.NumericRange("last_used", int(since.timestamp()), None))
         searcher = self._searcher()
         allowed = self._allowed(searcher, filters)
         if not allowed:
@@ -544,6 +564,15 @@ def _stemmer() -> Callable[[Any], str]:
         return tokens[0] if tokens else text.lower()
 
     return stem
+
+
+PARALLEL_PARSE_MIN = 3000
+
+
+def _read_chunk(job: tuple[Path, Any, list[tuple[str, tuple[int, int]]]]) -> list[Record]:
+    root, settings, items = job
+    vault = Vault(root, settings)
+    return [read_record(vault, rel, fp) for rel, fp in items]
 
 
 def _any_of(field: str, values: Sequence[str]) -> Any:

@@ -61,6 +61,8 @@ class MemoryStore:
         # Long-lived processes (MCP server) may skip re-scanning the vault for this many
         # seconds after a scan; vaultmem's own writes are indexed at once either way.
         self.freshness_ttl = 0.0
+        # Set by the CLI on a terminal: shown when a read has to (re)index many notes first.
+        self.progress: Progress | None = None
         self._last_scan = float("-inf")
 
     # -- setup and freshness --------------------------------------------------------------
@@ -83,7 +85,7 @@ class MemoryStore:
         self.vault.require()
         if self.freshness_ttl and time.monotonic() - self._last_scan < self.freshness_ttl:
             return SyncReport()
-        self.last_sync = self.index.sync(progress)
+        self.last_sync = self.index.sync(progress or self.progress)
         self._last_scan = time.monotonic()
         if self.last_sync.status_mismatch:
             from vaultmem import lifecycle
@@ -308,7 +310,7 @@ class MemoryStore:
         limit = max(self.settings.search_candidates, top_k * 5)
         while True:
             hits, complete = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
-                                            since=since, limit=limit)
+                                               limit=limit)
             if not hits:
                 return []
             best = hits[0][1] or 1.0
@@ -318,6 +320,8 @@ class MemoryStore:
                 rec = records.get(path)
                 if rec is None:
                     continue
+                if since is not None and (rec.last_used or 0) < since.timestamp():
+                    continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
                 s = self.score_of(rec, now)
                 if min_score is not None and s < min_score:
                     continue
@@ -325,7 +329,7 @@ class MemoryStore:
                 ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
             if len(ranked) >= top_k or complete:
                 break
-            limit *= 4  # the score filter dropped too many: widen the candidate set
+            limit *= 4  # the score or window filter dropped too many: widen the candidate set
         ranked.sort(key=lambda r: (-r[3], r[0].path))
         return ranked
 

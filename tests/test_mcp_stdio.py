@@ -181,8 +181,7 @@ def test_lifecycle_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
     assert out["observe"]["results"][0] == {"id": "00000003-0000-4000-8000-000000000000", "status": "reinforced",
                                             "cross_domain": True, "new_use_count": 3, "new_review_count": 1,
                                             "strength": 1.05}
-    assert out["bad_observe"].content[0].text == (
-        "Error: memory_ids must be a UUID, an 8-char short id or a note file name, got 'a\\x00b'")
+    assert out["bad_observe"].content[0].text == "Error: memory_ids contains a NUL byte; pass plain text"
     assert (out["gc_preview"]["dry_run"], out["gc_preview"]["total_affected"]) == (True, 2)
     assert out["gc_archive"]["memory_ids"] == ["00000002-0000-4000-8000-000000000000"]
     assert out["gc_trash"]["memory_ids"] == ["00000001-0000-4000-8000-000000000000"]

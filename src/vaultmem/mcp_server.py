@@ -115,6 +115,20 @@ def check_ref(param: str, value: str) -> str:
     return ref
 
 
+def reject_nul(param: str, value: Any) -> None:
+    """No tool takes a NUL byte anywhere (text, list items, object keys or values)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidInput(f"{param} contains a NUL byte; pass plain text")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            reject_nul(param, key)
+            reject_nul(param, item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            reject_nul(param, item)
+
+
 def not_found(ref: str, param: str = "memory_id") -> str:
     return f"{param}: no memory matches {ref!r}; find the id with search_memory"
 
@@ -421,6 +435,8 @@ class Bridge:
 
         def work() -> dict[str, Any]:
             with self.metrics.timed("tools", spec.name):
+                for param, value in arguments.items():
+                    reject_nul(param, value)
                 return spec.handler(self.store, **arguments)
 
         try:

@@ -538,6 +538,162 @@ def index_status(vault: str | None, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
+              help="Similarity that links two memories into a cluster.")
+@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,
+              help="Largest cluster to form.")
+@click.option("--duplicates", is_flag=True, help="List likely duplicate pairs instead of clusters.")
+@click.option("--duplicate-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.88,
+              show_default=True, help="Similarity for a duplicate pair.")
+@vault_option
+@output_options
+@handle_errors
+def cluster(threshold: float, max_cluster_size: int, duplicates: bool, duplicate_threshold: float,
+            vault: str | None, as_json: bool) -> None:
+    """Group similar memories (TF-IDF cosine) or find duplicates. Ids are stable.
+
+    \b
+    Example:
+      vaultmem cluster --threshold 0.8
+      vaultmem cluster --duplicates --duplicate-threshold 0.9 --json
+    """
+    result = _store(vault).cluster(threshold=threshold, max_cluster_size=max_cluster_size,
+                                   find_duplicates=duplicates, duplicate_threshold=duplicate_threshold)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for item in result.get("clusters", []):
+        click.echo(f"{item['id']}  size {item['size']}  cohesion {item['cohesion']:.2f}  {item['suggested_action']}")
+        for mid, text in zip(item["memory_ids"], item["content_previews"]):
+            click.echo(f"  {mid[:8]}  {text}")
+    for item in result.get("duplicates", []):
+        click.echo(f"{item['similarity']:.2f}  {item['id1'][:8]} {item['content1_preview']}")
+        click.echo(f"      {item['id2'][:8]} {item['content2_preview']}")
+
+
+@cli.command()
+@click.option("--cluster", "cluster_id", help="Cluster id from `vaultmem cluster`.")
+@click.option("--auto", "auto_detect", is_flag=True, help="Every cluster with cohesion >= --cohesion-threshold.")
+@click.option("--mode", type=click.Choice(["preview", "apply", "link"]), default="preview", show_default=True,
+              help="preview: show the merge; apply: merge and archive originals; link: related relations.")
+@click.option("--cohesion-threshold", type=click.FloatRange(0, 1), default=0.75, show_default=True,
+              help="Minimum cohesion to merge (and to pick clusters with --auto).")
+@click.option("--deep", is_flag=True, help="Mnemosyne's four phases: contradictions, near-duplicates, "
+              "promotion, demotion (applies changes).")
+@click.option("--batch", type=click.IntRange(1, 1000), default=100, show_default=True,
+              help="With --deep: memories to examine (most recently used first).")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
+              help="Clustering threshold (use the one you passed to `vaultmem cluster`).")
+@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,
+              help="Clustering size cap (as for `vaultmem cluster`).")
+@vault_option
+@output_options
+@handle_errors
+def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_threshold: float, deep: bool,
+                batch: int, threshold: float, max_cluster_size: int, vault: str | None, as_json: bool) -> None:
+    """Merge or link similar memories; originals are archived, never deleted.
+
+    \b
+    Example:
+      vaultmem consolidate --auto --mode preview
+      vaultmem consolidate --cluster cluster-3f2a9c1b7d4e --mode apply
+      vaultmem consolidate --deep --batch 500
+    """
+    if deep:
+        if cluster_id or auto_detect:
+            raise click.UsageError("--deep runs on its own; drop --cluster/--auto")
+        report = _store(vault).deep_consolidate(batch=batch)
+        if as_json:
+            emit_json(report)
+            return
+        click.echo(f"Contradictions found: {report['contradictions']}")
+        click.echo(f"Duplicates merged:    {report['nearDuplicatesMerged']}")
+        click.echo(f"Popular promoted:     {report['popularPromoted']}")
+        click.echo(f"Stale demoted:        {report['staleDemoted']}")
+        click.echo(f"Processed {report['processedCount']} memories in {report['durationMs']}ms")
+        return
+    result = _store(vault).consolidate(cluster_id=cluster_id, mode=mode, auto_detect=auto_detect,
+                                       cohesion_threshold=cohesion_threshold, threshold=threshold,
+                                       max_cluster_size=max_cluster_size)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for item in result.get("previews", []):
+        click.echo(f"{item['cluster_id']}  {item['memory_count']} memories  cohesion {item['cohesion']:.2f}  "
+                   f"strength {item['calculated_strength']:g}")
+        click.echo(f"  tags: {', '.join(item['merged_tags']) or '-'}   entities: {', '.join(item['merged_entities']) or '-'}")
+        click.echo(f"  {item['merged_content_preview']}")
+    if mode == "apply":
+        for item in result.get("results", []):
+            click.echo(f"{item['cluster_id']}: new memory {item['new_path']}, archived {item['archived_count']}")
+
+
+@cli.group()
+def pipeline() -> None:
+    """The consolidation pipeline: proposals you approve in a review note."""
+
+
+@pipeline.command(name="run")
+@click.option("--agent", type=click.Choice(["decay", "cluster", "merge", "promote", "relations"]),
+              help="Run one stage only.")
+@click.option("--dry-run", is_flag=True, help="Show the proposals; write nothing.")
+@click.option("--scheduled", is_flag=True, help="Run only if the last run is older than --interval-hours.")
+@click.option("--interval-hours", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="With --scheduled: hours between runs.")
+@vault_option
+@output_options
+@handle_errors
+def pipeline_run(agent: str | None, dry_run: bool, scheduled: bool, interval_hours: float,
+                 vault: str | None, as_json: bool) -> None:
+    """Run decay -> cluster -> merge -> promote -> relations and file a review note.
+
+    \b
+    Example:
+      vaultmem pipeline run --dry-run
+      vaultmem pipeline run --scheduled --interval-hours 24
+    """
+    result = _store(vault).pipeline_run(agent=agent, dry_run=dry_run, scheduled=scheduled,
+                                        interval_hours=interval_hours)
+    if as_json:
+        emit_json(result)
+        return
+    if not result["skipped"]:
+        for stage in ("decay", "cluster", "merge", "promote", "relations"):
+            if stage in result:
+                extra = sum(1 for m in result[stage] if m.get("status") == "contradiction")
+                click.echo(f"{stage:<10} {len(result[stage])}" + (f" ({extra} contradiction{'s' if extra > 1 else ''}, not proposed)" if extra else ""))
+    click.echo(result["message"])
+
+
+@pipeline.command(name="apply-review")
+@click.argument("file", required=False)
+@vault_option
+@output_options
+@handle_errors
+def pipeline_apply_review(file: str | None, vault: str | None, as_json: bool) -> None:
+    """Carry out the proposals ticked in review notes (each once) and mark them done.
+
+    \b
+    Example:
+      vaultmem pipeline apply-review
+      vaultmem pipeline apply-review memory/reviews/2026-11-22.md
+    """
+    result = _store(vault).apply_review(file)
+    if as_json:
+        emit_json(result)
+    else:
+        for item in result["applied"]:
+            click.echo(f"applied {item['action']}: {', '.join(i[:8] for i in item['memory_ids'])}")
+        for item in result["failed"]:
+            click.echo(f"failed {item['action']}: {item['error']}")
+        click.echo(result["message"])
+    if result["failed"]:
+        sys.exit(1)
+
+
+@cli.command()
 @click.option("--read-only", is_flag=True, help="Register no tool that changes the vault (search/open only).")
 @vault_option
 @handle_errors

@@ -75,6 +75,12 @@ class Settings:
     decay_weight: float = 0.3
     # robustness
     max_note_bytes: int = 5_000_000
+    # consolidation pipeline: review actions applied without review ("touch,relate"; empty = none)
+    pipeline_auto_apply: str = ""
+
+    @property
+    def pipeline_auto_apply_actions(self) -> tuple[str, ...]:
+        return tuple(a.strip() for a in self.pipeline_auto_apply.split(",") if a.strip())
 
     def validate(self) -> "Settings":
         """Raise ConfigError naming the first invalid value."""
@@ -104,6 +110,9 @@ class Settings:
             value = getattr(self, name)
             if os.path.isabs(value) or ".." in Path(value).parts or not value.strip("/"):
                 raise ConfigError(f"{name} must be a folder inside the vault, got {value!r}")
+        unsafe = [a for a in self.pipeline_auto_apply_actions if a not in ("touch", "relate")]
+        if unsafe:
+            raise ConfigError(f"pipeline_auto_apply may list only the safe actions touch, relate; got {unsafe[0]!r}")
         return self
 
 

@@ -398,6 +398,42 @@ class MemoryStore:
         assert updated is not None
         return updated
 
+    # -- clustering and consolidation (logic in consolidate.py) -----------------------------
+    def cluster(self, threshold: float = 0.83, max_cluster_size: int = 12, find_duplicates: bool = False,
+                duplicate_threshold: float = 0.88) -> dict[str, Any]:
+        """Clusters of similar memories (stable ids), or likely duplicate pairs."""
+        from vaultmem import consolidate
+
+        return consolidate.cluster(self, threshold, max_cluster_size, find_duplicates, duplicate_threshold)
+
+    def consolidate(self, cluster_id: str | None = None, mode: str = "preview", auto_detect: bool = False,
+                    cohesion_threshold: float = 0.75, threshold: float = 0.83,
+                    max_cluster_size: int = 12) -> dict[str, Any]:
+        """Preview, merge (apply) or link a cluster, or every cluster above cohesion_threshold."""
+        from vaultmem import consolidate
+
+        return consolidate.consolidate(self, cluster_id, mode, auto_detect, cohesion_threshold,
+                                       threshold, max_cluster_size)
+
+    def deep_consolidate(self, batch: int = 100) -> dict[str, Any]:
+        """Mnemosyne's memory_consolidate: contradictions, near-duplicates, promotion, demotion."""
+        from vaultmem import consolidate
+
+        return consolidate.deep_consolidate(self, batch)
+
+    def pipeline_run(self, agent: str | None = None, dry_run: bool = False, scheduled: bool = False,
+                     interval_hours: float = 1.0) -> dict[str, Any]:
+        """The five-stage consolidation pipeline; proposals go to a review note."""
+        from vaultmem import pipeline
+
+        return pipeline.run(self, agent, dry_run, scheduled, interval_hours)
+
+    def apply_review(self, file: str | None = None) -> dict[str, Any]:
+        """Carry out the ticked proposals of review notes once and mark them done."""
+        from vaultmem import pipeline
+
+        return pipeline.apply_review(self, file)
+
     # -- lifecycle (logic in lifecycle.py) ---------------------------------------------------
     def observe(self, refs: Sequence[str], context_tags: Sequence[str] = ()) -> dict[str, Any]:
         """The seed's observe_memory_usage: reinforce memories used in a response."""

@@ -58,8 +58,6 @@ PENDING_TOOLS = {
     "analyze_message": "the enrichment/analyze issue",
     "analyze_for_recall": "the enrichment/analyze issue",
     "auto_recall_process_message": "the enrichment/analyze issue",
-    "cluster_memories": "the consolidation issue",
-    "consolidate_memories": "the consolidation issue",
 }
 PENDING_PARAMS = {("open_memories", "include_relations"): "the graph/relations issue"}
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from conftest import NOW
 
-WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory"}
-ALL_TOOLS = WRITING | {"search_memory", "search_unified", "open_memories", "backfill_embeddings",
+WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories"}
+ALL_TOOLS = WRITING | {"search_memory", "search_unified", "open_memories", "cluster_memories", "backfill_embeddings",
                        "get_performance_metrics", "reset_performance_metrics"}
 
 
@@ -198,3 +198,33 @@ def test_lifecycle_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
     assert not used.exists() and "use_count: 3\nstrength: 1.05\nstatus: promoted\n" in promoted
     assert "review_count: 1\n" in promoted and promoted.endswith("---\nDeploys go out on Tuesdays\n")
     assert list((vault_path / "memory/stm").iterdir()) == []
+
+
+def test_consolidation_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
+    day = "2026-11-22T09:00:00Z"
+    _note(vault_path, "stm", "pg1", 40, "The staging database runs PostgreSQL 16 on port 5433.", day, 1)
+    _note(vault_path, "stm", "pg2", 41, "The staging database runs PostgreSQL 16 on port 5433.", day, 4)
+    _note(vault_path, "stm", "coffee", 42, "The office coffee machine is on the third floor.", day)
+
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["clusters"] = data(await s.call_tool("cluster_memories", {"threshold": 0.9}))
+        out["bad_cluster"] = await s.call_tool("cluster_memories", {"max_cluster_size": "big"})
+        cid = out["clusters"]["clusters"][0]["id"]
+        out["bad_consolidate"] = await s.call_tool("consolidate_memories", {"cluster_id": cid, "mode": "merge"})
+        out["applied"] = data(await s.call_tool("consolidate_memories", {"cluster_id": cid, "mode": "apply"}))
+        out["again"] = await s.call_tool("consolidate_memories", {"cluster_id": cid, "mode": "apply"})
+        return out
+
+    out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
+    assert out["clusters"]["clusters"][0]["memory_ids"] == ["00000028-0000-4000-8000-000000000000",
+                                                            "00000029-0000-4000-8000-000000000000"]
+    assert out["bad_cluster"].is_error and "max_cluster_size\n  Input should be a valid integer" in (
+        out["bad_cluster"].content[0].text)
+    assert out["bad_consolidate"].content[0].text == (
+        "Error: mode must be \"preview\", \"apply\" or \"link\", got 'merge'")
+    assert out["applied"]["archived_count"] == 2
+    assert out["again"].is_error and out["again"].content[0].text.startswith("Error: cluster_id: no cluster")
+    assert sorted(p.name for p in (vault_path / "memory/archive").iterdir()) == ["pg1.md", "pg2.md"]
+    stm = sorted(p.name for p in (vault_path / "memory/stm").iterdir())
+    assert len(stm) == 2 and "coffee.md" in stm and out["applied"]["new_path"].rsplit("/", 1)[1] in stm

@@ -67,6 +67,9 @@ GUIDANCE: dict[str, str] = {
                             "  review_candidate are about to be forgotten; observe them if they helped).",
     "open_memories": "open_memories to read memories in full by id; results are paginated and previews are short.",
     "promote_memory": "promote_memory (or auto_detect=true) to keep memories that proved useful in long-term memory.",
+    "cluster_memories": "cluster_memories to find duplicate or overlapping memories when the user asks to tidy up.",
+    "consolidate_memories": "consolidate_memories to merge or link a cluster: preview first, apply only when the user\n"
+                            "  agrees.",
     "gc": "gc previews (dry_run=true) or moves out short-term memories that decayed below the forget threshold;\n"
           "  run it only when the user asks to tidy up memory.",
 }
@@ -378,6 +381,83 @@ def promote_memory(
     except NotFound:
         raise NotFound(not_found(ref or "")) from None
     result["message"] = result["message"].replace("use --force", "pass force=true")
+    return result
+
+
+Threshold = Annotated[float, Field(gt=0.0, le=1.0)]
+_CLUSTER_ID = re.compile(r"^cluster-[0-9a-f]{12}$")
+MAX_CLUSTERS_SHOWN = 50
+MAX_DUPLICATES_SHOWN = 100
+
+
+def cap_list(result: dict[str, Any], key: str, limit: int) -> None:
+    """Keep the first `limit` items of result[key]; say so in `truncated` and `message`."""
+    items = result.get(key)
+    if isinstance(items, list) and len(items) > limit:
+        result[key] = items[:limit]
+        result["truncated"] = True
+        result["message"] = f"{result.get('message', '')} (showing the first {limit})".strip()
+
+
+@tool(writes_vault=False, title="Cluster similar memories")
+def cluster_memories(
+    store: MemoryStore,
+    strategy: Annotated[str, Field(max_length=50, description='Clustering strategy; only "similarity".')] = "similarity",
+    threshold: Annotated[Threshold, Field(description="Similarity that links two memories (0-1, default 0.83).")] | None = None,
+    max_cluster_size: Annotated[int, Field(ge=1, le=100,
+                                           description="Largest cluster (2-100, default 12).")] | None = None,
+    find_duplicates: Annotated[bool, Field(description="List likely duplicate pairs instead of clusters.")] = False,
+    duplicate_threshold: Annotated[Threshold, Field(
+        description="Similarity for a duplicate pair (0-1, default 0.88).")] | None = None,
+) -> dict[str, Any]:
+    """Groups of similar memories with stable ids (pass one to consolidate_memories), or duplicate pairs.
+
+    At most 50 clusters / 100 pairs are returned, strongest first (`truncated: true` when cut).
+    """
+    if strategy != "similarity":
+        raise InvalidInput(f'strategy must be "similarity", got {strategy!r}')
+    result = store.cluster(threshold=0.83 if threshold is None else threshold,
+                           max_cluster_size=12 if max_cluster_size is None else max_cluster_size,
+                           find_duplicates=find_duplicates,
+                           duplicate_threshold=0.88 if duplicate_threshold is None else duplicate_threshold)
+    cap_list(result, "clusters", MAX_CLUSTERS_SHOWN)
+    cap_list(result, "duplicates", MAX_DUPLICATES_SHOWN)
+    return result
+
+
+@tool(writes_vault=True, title="Merge or link a cluster of memories")
+def consolidate_memories(
+    store: MemoryStore,
+    cluster_id: Annotated[str, Field(max_length=100,
+                                     description="A cluster id from cluster_memories (cluster-<12 hex>).")] | None = None,
+    mode: Annotated[str, Field(max_length=20, description='"preview" (default), "apply" (merge) or "link".')] = "preview",
+    auto_detect: Annotated[bool, Field(description="Act on every cluster with cohesion >= cohesion_threshold.")] = False,
+    cohesion_threshold: Annotated[float, Field(ge=0.0, le=1.0,
+                                               description="Minimum cohesion to merge (0-1, default 0.75).")] = 0.75,
+) -> dict[str, Any]:
+    """Preview, merge (mode=apply) or link (mode=link) a cluster of similar memories.
+
+    apply writes one merged memory and moves the originals to memory/archive/ (nothing is
+    deleted); link adds `related` relations both ways. Clusters are those of cluster_memories
+    at its default threshold (0.83) and size (12).
+    """
+    if mode not in ("preview", "apply", "link"):
+        raise InvalidInput(f'mode must be "preview", "apply" or "link", got {mode!r}')
+    if cluster_id is not None and not _CLUSTER_ID.match(cluster_id):
+        raise InvalidInput(f"cluster_id must look like cluster-3f2a9c1b7d4e (from cluster_memories), got {cluster_id!r}")
+    if bool(cluster_id) == bool(auto_detect):
+        raise InvalidInput("cluster_id or auto_detect: pass a cluster_id from cluster_memories, or auto_detect=true "
+                           "(not both)")
+    try:
+        result = store.consolidate(cluster_id=cluster_id, mode=mode, auto_detect=auto_detect,
+                                   cohesion_threshold=cohesion_threshold)
+    except NotFound:
+        raise NotFound(f"cluster_id: no cluster {cluster_id!r} now; call cluster_memories and pass an id it "
+                       "lists") from None
+    except InvalidInput as exc:
+        raise InvalidInput(str(exc).replace("--mode link", "mode=link")
+                           .replace("--cohesion-threshold", "cohesion_threshold")) from None
+    cap_list(result, "previews", MAX_CLUSTERS_SHOWN)
     return result
 
 

@@ -228,3 +228,26 @@ def test_consolidation_tools_over_stdio_with_files_on_disk(vault_path, tmp_path)
     assert sorted(p.name for p in (vault_path / "memory/archive").iterdir()) == ["pg1.md", "pg2.md"]
     stm = sorted(p.name for p in (vault_path / "memory/stm").iterdir())
     assert len(stm) == 2 and "coffee.md" in stm and out["applied"]["new_path"].rsplit("/", 1)[1] in stm
+
+
+def test_docs_walkthrough_is_the_real_output(vault_path):
+    """docs/mcp.md's walk-through is what examples/mcp_walkthrough.py prints (ids normalised)."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    (vault_path / "Projects").mkdir()
+    (vault_path / "Projects/Apollo.md").write_text("# Apollo\nApollo stores orders in PostgreSQL; migrations run with Alembic.\n")
+    env = {**os.environ, "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    proc = subprocess.run([sys.executable, str(root / "examples/mcp_walkthrough.py"), str(vault_path)],
+                          capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    docs = (root / "docs/mcp.md").read_text()
+    marker = "mcp_walkthrough.py /tmp/mcpdemo\n"
+    block = docs[docs.index(marker) + len(marker):]
+    block = block[:block.index("\n```")] + "\n"
+
+    def norm(text: str) -> str:
+        text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<id>", text)
+        return re.sub(r"\b[0-9a-f]{8}\b", "<id8>", text)
+
+    assert norm(proc.stdout).rstrip() == norm(block).rstrip()

@@ -3,9 +3,10 @@
 Adding a tool is one short function decorated with `@tool(writes_vault=...)`:
 
     @tool(writes_vault=True, title="Garbage-collect weak memories")
-    def gc(store: MemoryStore, dry_run: bool = True, limit: Limit = None) -> dict[str, Any]:
-        \"\"\"Archive memories whose score fell below the forget threshold.\"\"\"
-        return store.gc(dry_run=dry_run, limit=limit)
+    def gc(store: MemoryStore, dry_run: bool = True, archive_instead: bool = False,
+           limit: Annotated[int, Field(ge=1, le=10_000)] | None = None) -> dict[str, Any]:
+        \"\"\"Move short-term memories whose score fell below the forget threshold out of the way.\"\"\"
+        return store.gc(apply=not dry_run, delete=not archive_instead, limit=limit)
 
 The function's parameters (with `Annotated[..., Field(...)]` bounds) become the tool's
 JSON schema, so the SDK rejects out-of-range input before the function runs; the function

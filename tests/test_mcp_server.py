@@ -111,16 +111,16 @@ def test_save_writes_one_note_with_the_seed_keys(server, vault_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    ({"content": "x" * 50_001}, "content\n  String should have at most 50000 characters"),
+    ({"content": "x" * 50_001}, "content: String should have at most 50000 characters"),
     ({"content": "   "}, "Error: content is empty; pass the text to remember"),
-    ({"content": "ok", "tags": [f"t{i}" for i in range(51)]}, "tags\n  List should have at most 50 items"),
-    ({"content": "ok", "tags": ["x" * 101]}, "tags.0\n  String should have at most 100 characters"),
+    ({"content": "ok", "tags": [f"t{i}" for i in range(51)]}, "tags: List should have at most 50 items"),
+    ({"content": "ok", "tags": ["x" * 101]}, "tags.0: String should have at most 100 characters"),
     ({"content": "ok", "tags": ["a,b"]}, "Error: tag 'a,b' contains a comma, bracket or control character"),
-    ({"content": "ok", "strength": 2.5}, "strength\n  Input should be less than or equal to 2"),
-    ({"content": "ok", "source": "s" * 501}, "source\n  String should have at most 500 characters"),
+    ({"content": "ok", "strength": 2.5}, "strength: Input should be less than or equal to 2"),
+    ({"content": "ok", "source": "s" * 501}, "source: String should have at most 500 characters"),
     ({"content": "ok", "meta": {"status": "x"}}, "Error: meta key 'status' is a vaultmem property"),
-    ({"tags": ["a"]}, "content\n  Field required"),
-    ({"content": 5}, "content\n  Input should be a valid string"),
+    ({"tags": ["a"]}, "content: Field required"),
+    ({"content": 5}, "content: Input should be a valid string"),
 ])
 def test_bad_save_is_an_error_naming_the_parameter_and_writes_nothing(server, vault_path, args, fragment):
     before = snapshot(vault_path)
@@ -155,13 +155,13 @@ def test_use_embeddings_falls_back_to_text_search_and_says_so(server):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    ({"top_k": 0}, "top_k\n  Input should be greater than or equal to 1"),
-    ({"top_k": 101}, "top_k\n  Input should be less than or equal to 100"),
-    ({"page_size": 101}, "page_size\n  Input should be less than or equal to 100"),
-    ({"page": 0}, "page\n  Input should be greater than or equal to 1"),
-    ({"preview_length": 5001}, "preview_length\n  Input should be less than or equal to 5000"),
-    ({"window_days": 0}, "window_days\n  Input should be greater than or equal to 1"),
-    ({"min_score": 1.5}, "min_score\n  Input should be less than or equal to 1"),
+    ({"top_k": 0}, "top_k: Input should be greater than or equal to 1"),
+    ({"top_k": 101}, "top_k: Input should be less than or equal to 100"),
+    ({"page_size": 101}, "page_size: Input should be less than or equal to 100"),
+    ({"page": 0}, "page: Input should be greater than or equal to 1"),
+    ({"preview_length": 5001}, "preview_length: Input should be less than or equal to 5000"),
+    ({"window_days": 0}, "window_days: Input should be greater than or equal to 1"),
+    ({"min_score": 1.5}, "min_score: Input should be less than or equal to 1"),
     ({"query": 'a "b'}, 'Error: unbalanced " in query; close the quote or remove it'),
     ({"query": "q" * 2001}, "Error: query is 2001 characters; keep it under 2000"),
 ])
@@ -192,8 +192,8 @@ def test_bad_touch_changes_no_file(server, vault_path, ref, message):
 
 
 def test_touch_requires_an_id(server):
-    assert "memory_id\n  Field required" in error(call(server, "touch_memory", {}))
-    assert "memory_id\n  String should have at most 255 characters" in error(
+    assert "memory_id: Field required" in error(call(server, "touch_memory", {}))
+    assert "memory_id: String should have at most 255 characters" in error(
         call(server, "touch_memory", {"memory_id": "x" * 256}))
 
 
@@ -253,7 +253,7 @@ def test_backfill_embeddings_is_not_enabled(server):
     assert data["success"] is False and data["dry_run"] is True
     assert (data["processed"], data["total_memories"], data["would_process"]) == (0, 1, 0)
     assert data["message"].startswith("Embeddings are not enabled: vaultmem has no embedding backend installed")
-    assert "limit\n  Input should be less than or equal to 10000" in error(
+    assert "limit: Input should be less than or equal to 10000" in error(
         call(server, "backfill_embeddings", {"limit": 10_001}))
 
 
@@ -383,9 +383,9 @@ def test_gc_archive_instead_moves_to_memory_archive_with_limit(server, vault_pat
 
 
 @pytest.mark.parametrize("args, fragment", [
-    ({"limit": 0}, "limit\n  Input should be greater than or equal to 1"),
-    ({"limit": 10_001}, "limit\n  Input should be less than or equal to 10000"),
-    ({"dry_run": "maybe", "archive_instead": True}, "dry_run\n  Input should be a valid boolean"),
+    ({"limit": 0}, "limit: Input should be greater than or equal to 1"),
+    ({"limit": 10_001}, "limit: Input should be less than or equal to 10000"),
+    ({"dry_run": "maybe", "archive_instead": True}, "dry_run: Input should be a valid boolean"),
 ])
 def test_bad_gc_changes_no_file(server, vault_path, args, fragment):
     gc_world(vault_path)
@@ -449,9 +449,9 @@ def test_observe_memory_usage_reinforces_and_boosts_cross_domain(server, vault_p
 
 
 @pytest.mark.parametrize("args, fragment", [
-    ({"memory_ids": []}, "memory_ids\n  List should have at least 1 item"),
-    ({"memory_ids": "jwt"}, "memory_ids\n  Input should be a valid list"),
-    ({"memory_ids": [f"{i:08x}" for i in range(101)]}, "memory_ids\n  List should have at most 100 items"),
+    ({"memory_ids": []}, "memory_ids: List should have at least 1 item"),
+    ({"memory_ids": "jwt"}, "memory_ids: Input should be a valid list"),
+    ({"memory_ids": [f"{i:08x}" for i in range(101)]}, "memory_ids: List should have at most 100 items"),
     ({"memory_ids": ["jwt", "/etc/passwd"]},
      "Error: memory_ids must be a UUID, an 8-char short id or a note file name, got '/etc/passwd'"),
     ({"memory_ids": ["jwt"], "context_tags": ["a]b"]},
@@ -481,10 +481,10 @@ def test_search_unified_ranks_memories_and_vault_notes(server, vault_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    ({"limit": 0}, "limit\n  Input should be greater than or equal to 1"),
-    ({"stm_weight": 2.5}, "stm_weight\n  Input should be less than or equal to 2"),
-    ({"ltm_weight": -1}, "ltm_weight\n  Input should be greater than or equal to 0"),
-    ({"page_size": 101}, "page_size\n  Input should be less than or equal to 100"),
+    ({"limit": 0}, "limit: Input should be greater than or equal to 1"),
+    ({"stm_weight": 2.5}, "stm_weight: Input should be less than or equal to 2"),
+    ({"ltm_weight": -1}, "ltm_weight: Input should be greater than or equal to 0"),
+    ({"page_size": 101}, "page_size: Input should be less than or equal to 100"),
     ({"query": "q" * 2001}, "Error: query is 2001 characters; keep it under 2000"),
 ])
 def test_bad_search_unified_is_an_error_naming_the_parameter(server, args, fragment):
@@ -527,9 +527,9 @@ def test_cluster_memories_finds_the_pair_and_duplicates(server, vault_path):
 
 @pytest.mark.parametrize("args, fragment", [
     ({"strategy": "kmeans"}, "Error: strategy must be \"similarity\", got 'kmeans'"),
-    ({"threshold": 0}, "threshold\n  Input should be greater than 0"),
-    ({"threshold": 1.5}, "threshold\n  Input should be less than or equal to 1"),
-    ({"max_cluster_size": 101}, "max_cluster_size\n  Input should be less than or equal to 100"),
+    ({"threshold": 0}, "threshold: Input should be greater than 0"),
+    ({"threshold": 1.5}, "threshold: Input should be less than or equal to 1"),
+    ({"max_cluster_size": 101}, "max_cluster_size: Input should be less than or equal to 100"),
     ({"max_cluster_size": 1}, "Error: max_cluster_size must be between 2 and 100, got 1"),
 ])
 def test_bad_cluster_memories_names_the_parameter(server, args, fragment):
@@ -576,3 +576,9 @@ def test_bad_consolidate_changes_no_file(server, vault_path, args, message):
     before = snapshot(vault_path)
     assert error(call(server, "consolidate_memories", args)) == message
     assert snapshot(vault_path) == before
+
+
+def test_schema_violations_read_as_one_line_per_parameter_without_the_values(server):
+    text = error(call(server, "save_memory", {"tags": ["x" * 101, 5], "source": "s" * 10_000}))
+    assert text == ("Error: content: Field required; tags.0: String should have at most 100 characters; "
+                    "tags.1: Input should be a valid string; source: String should have at most 500 characters")

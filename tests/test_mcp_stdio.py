@@ -72,7 +72,7 @@ def test_every_tool_over_stdio_with_files_on_disk(vault_path, tmp_path):
     text = note.read_text()
     assert "created: 2026-11-22T10:15:00Z\nlast_used: 2026-11-22T10:15:00Z\nuse_count: 1\n" in text
     assert text.endswith("---\nDeploys go out on Tuesdays\n")
-    assert "content\n  String should have at most 50000 characters" in out["bad_save"].content[0].text
+    assert "content: String should have at most 50000 characters" in out["bad_save"].content[0].text
     assert out["bad_save"].is_error
     assert [r["id"] for r in out["search"]["results"]] == [mid]
     assert out["bad_search"].is_error and "top_k" in out["bad_search"].content[0].text
@@ -176,7 +176,7 @@ def test_lifecycle_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
     assert [(r["source"], r["path"]) for r in out["unified"]["results"]] == [
         ("stm", "memory/stm/deploy-day.md"), ("stm", "memory/stm/stale-deploy-host.md"),
         ("stm", "memory/stm/older-deploy-host.md"), ("vault", "Runbook.md")]
-    assert out["bad_unified"].is_error and "limit\n  Input should be less than or equal to 100" in (
+    assert out["bad_unified"].is_error and "limit: Input should be less than or equal to 100" in (
         out["bad_unified"].content[0].text)
     assert out["observe"]["results"][0] == {"id": "00000003-0000-4000-8000-000000000000", "status": "reinforced",
                                             "cross_domain": True, "new_use_count": 3, "new_review_count": 1,
@@ -185,7 +185,7 @@ def test_lifecycle_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
     assert (out["gc_preview"]["dry_run"], out["gc_preview"]["total_affected"]) == (True, 2)
     assert out["gc_archive"]["memory_ids"] == ["00000002-0000-4000-8000-000000000000"]
     assert out["gc_trash"]["memory_ids"] == ["00000001-0000-4000-8000-000000000000"]
-    assert out["bad_gc"].is_error and "limit\n  Input should be greater than or equal to 1" in (
+    assert out["bad_gc"].is_error and "limit: Input should be greater than or equal to 1" in (
         out["bad_gc"].content[0].text)
     assert out["promote"]["promoted_ids"] == ["00000003-0000-4000-8000-000000000000"]
     assert out["bad_promote"].content[0].text == (
@@ -219,7 +219,7 @@ def test_consolidation_tools_over_stdio_with_files_on_disk(vault_path, tmp_path)
     out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
     assert out["clusters"]["clusters"][0]["memory_ids"] == ["00000028-0000-4000-8000-000000000000",
                                                             "00000029-0000-4000-8000-000000000000"]
-    assert out["bad_cluster"].is_error and "max_cluster_size\n  Input should be a valid integer" in (
+    assert out["bad_cluster"].is_error and "max_cluster_size: Input should be a valid integer" in (
         out["bad_cluster"].content[0].text)
     assert out["bad_consolidate"].content[0].text == (
         "Error: mode must be \"preview\", \"apply\" or \"link\", got 'merge'")

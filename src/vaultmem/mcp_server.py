@@ -133,6 +133,18 @@ def reject_nul(param: str, value: Any) -> None:
             reject_nul(param, item)
 
 
+def validation_message(exc: Any) -> str:
+    """A pydantic ValidationError as one line per parameter: `Error: top_k: Input should be ...`.
+
+    The rejected values are not echoed (they may be 50,000 characters, or someone's data).
+    """
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(part) for part in err["loc"]) or "arguments"
+        parts.append(f"{loc}: {err['msg']}")
+    return "Error: " + "; ".join(dict.fromkeys(parts))
+
+
 def not_found(ref: str, param: str = "memory_id") -> str:
     return f"{param}: no memory matches {ref!r}; find the id with search_memory"
 
@@ -551,12 +563,22 @@ def registered(read_only: bool = False) -> list[ToolSpec]:
 def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge | None = None) -> Any:
     """An `MCPServer` with every registered tool (minus vault-changing ones when read-only)."""
     from mcp.server import MCPServer
-    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+    from pydantic import ValidationError
     from mcp.types import Resource, ToolAnnotations
 
     bridge = bridge or Bridge(store)
 
     class VaultServer(MCPServer):  # type: ignore[misc]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            """As the SDK, but a schema violation reads `Error: <parameter>: <what is wrong>`."""
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                    raise
+                raise ToolError(validation_message(exc.__cause__)) from exc.__cause__
+
         async def list_resources(self) -> list[Resource]:
             """The best-scoring memories as browsable resources (bounded; read any by id)."""
             found = await bridge.run(lambda: bridge.store.search(None, top_k=RESOURCE_LIST_LIMIT))

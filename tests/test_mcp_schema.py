@@ -53,13 +53,11 @@ SEED: dict[str, dict[str, tuple[str, bool]]] = {
 
 # Tools (and parameters) that land with another area's issue.
 PENDING_TOOLS = {
-    "read_graph": "the graph/relations issue",
-    "create_relation": "the graph/relations issue",
     "analyze_message": "the enrichment/analyze issue",
     "analyze_for_recall": "the enrichment/analyze issue",
     "auto_recall_process_message": "the enrichment/analyze issue",
 }
-PENDING_PARAMS = {("open_memories", "include_relations"): "the graph/relations issue"}
+PENDING_PARAMS: dict[tuple[str, str], str] = {}
 
 
 def test_seed_encodes_all_18_tools():

@@ -15,8 +15,10 @@ from conftest import NOW
 from vaultmem.mcp_server import EVIDENCE_NOTICE, TOOLS, build_instructions, build_server, check_ref, paginate
 from vaultmem.metrics import Metrics, percentile
 
-WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories"}
-READING = {"search_memory", "search_unified", "open_memories", "cluster_memories", "backfill_embeddings", "get_performance_metrics",
+WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
+           "create_relation"}
+READING = {"search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph",
+           "backfill_embeddings", "get_performance_metrics",
            "reset_performance_metrics"}
 
 
@@ -582,3 +584,24 @@ def test_schema_violations_read_as_one_line_per_parameter_without_the_values(ser
     text = error(call(server, "save_memory", {"tags": ["x" * 101, 5], "source": "s" * 10_000}))
     assert text == ("Error: content: Field required; tags.0: String should have at most 100 characters; "
                     "tags.1: Input should be a valid string; source: String should have at most 500 characters")
+
+
+def test_create_relation_open_memories_and_read_graph(server, store, vault_path):
+    a = ok(call(server, "save_memory", {"content": "Use JWT tokens for authentication"}))["memory_id"]
+    b = ok(call(server, "save_memory", {"content": "API guidelines: REST everywhere"}))["memory_id"]
+    created = ok(call(server, "create_relation", {"from_memory_id": a, "to_memory_id": b,
+                                                  "relation_type": "supports", "strength": 0.9,
+                                                  "metadata": {"reason": "same project"}}))
+    assert (created["from"], created["to"], created["type"], created["strength"]) == (a, b, "supports", 0.9)
+    opened = ok(call(server, "open_memories", {"memory_ids": [a, b]}))
+    first, second = opened["memories"]
+    assert first["relations"]["outgoing"][0]["to"] == b
+    assert second["relations"]["incoming"][0]["from"] == a
+    plain = ok(call(server, "open_memories", {"memory_ids": a, "include_relations": False}))
+    assert "relations" not in plain["memories"][0]
+    graph = ok(call(server, "read_graph", {"status": "all"}))
+    assert graph["stats"]["total_relations"] == 1 and graph["relations"][0]["metadata"] == {"reason": "same project"}
+    assert error(call(server, "create_relation", {"from_memory_id": a, "to_memory_id": b,
+                                                  "relation_type": "likes"})).endswith(
+        "unknown relation type 'likes'; use one of related, causes, supports, contradicts, has_decision, "
+        "consolidated_from")

@@ -12,9 +12,10 @@ from typing import Any
 
 from conftest import NOW
 
-WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories"}
-ALL_TOOLS = WRITING | {"search_memory", "search_unified", "open_memories", "cluster_memories", "backfill_embeddings",
-                       "get_performance_metrics", "reset_performance_metrics"}
+WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
+           "create_relation"}
+ALL_TOOLS = WRITING | {"search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph",
+                       "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"}
 
 
 def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
@@ -251,3 +252,42 @@ def test_docs_walkthrough_is_the_real_output(vault_path):
         return re.sub(r"\b[0-9a-f]{8}\b", "<id8>", text)
 
     assert norm(proc.stdout).rstrip() == norm(block).rstrip()
+
+
+def test_graph_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
+    day = "2026-11-22T09:00:00Z"
+    jwt = _note(vault_path, "stm", "use-jwt", 50, "Use JWT tokens for authentication", day, 1)
+    api = _note(vault_path, "stm", "api-rest", 51, "API guidelines: REST everywhere", day)
+    api_text = api.read_text()
+
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["created"] = data(await s.call_tool("create_relation", {
+            "from_memory_id": "00000032", "to_memory_id": "api-rest", "relation_type": "supports",
+            "strength": 0.9}))
+        out["bad_type"] = await s.call_tool("create_relation", {
+            "from_memory_id": "00000032", "to_memory_id": "api-rest", "relation_type": "likes"})
+        out["bad_ref"] = await s.call_tool("create_relation", {
+            "from_memory_id": "/etc/passwd", "to_memory_id": "api-rest", "relation_type": "related"})
+        out["open"] = data(await s.call_tool("open_memories", {"memory_ids": ["api-rest"]}))
+        out["graph"] = data(await s.call_tool("read_graph", {"status": "all", "page_size": 1}))
+        out["bad_graph"] = await s.call_tool("read_graph", {"status": "deleted"})
+        return out
+
+    out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
+    jwt_id, api_id = "00000032-0000-4000-8000-000000000000", "00000033-0000-4000-8000-000000000000"
+    created = out["created"]
+    assert (created["success"], created["from"], created["to"], created["type"], created["strength"]) == (
+        True, jwt_id, api_id, "supports", 0.9)
+    assert out["bad_type"].is_error and "unknown relation type 'likes'" in out["bad_type"].content[0].text
+    assert out["bad_ref"].content[0].text == (
+        "Error: from_memory_id must be a UUID, an 8-char short id or a note file name, got '/etc/passwd'")
+    incoming = out["open"]["memories"][0]["relations"]["incoming"]
+    assert [(r["from"], r["type"], r["strength"]) for r in incoming] == [(jwt_id, "supports", 0.9)]
+    graph = out["graph"]
+    assert graph["stats"]["total_memories"] == 2 and graph["stats"]["total_relations"] == 1
+    assert graph["pagination"]["total_pages"] == 2 and len(graph["memories"]) == 1
+    assert out["bad_graph"].is_error and "status" in out["bad_graph"].content[0].text
+    # on disk: one relation line in the source note, the target untouched
+    assert "## Relations\n- supports:: [[api-rest]]" in jwt.read_text()
+    assert api.read_text() == api_text

@@ -228,19 +228,24 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
 
 @cli.command(name="open")
 @click.argument("refs", nargs=-1, required=True)
+@click.option("--relations", is_flag=True, help="Also show outgoing and incoming relations.")
+@click.option("--page", type=int, help="Page of the memories to show (1-indexed).")
+@click.option("--page-size", type=int, help="Memories per page (max 100).")
 @vault_option
 @output_options
 @handle_errors
-def open_(refs: tuple[str, ...], vault: str | None, as_json: bool) -> None:
+def open_(refs: tuple[str, ...], relations: bool, page: int | None, page_size: int | None,
+          vault: str | None, as_json: bool) -> None:
     """Show memories by id, 8-char short id or file name.
 
     \b
     Example:
       vaultmem open 7f3c2a1e
       vaultmem open use-jwt-tokens-for-authentication-in-all-7f3c2a1e
+      vaultmem open 7f3c2a1e 1a2b3c4d --relations --json
     """
     store = _store(vault)
-    result = store.open(list(refs))
+    result = store.open(list(refs), include_relations=relations, page=page, page_size=page_size)
     if as_json:
         emit_json(result)
     else:
@@ -256,9 +261,152 @@ def open_(refs: tuple[str, ...], vault: str | None, as_json: bool) -> None:
                 click.echo("entities: " + ", ".join(memory["entities"]))
             click.echo("")
             click.echo(memory["content"])
+            if "relations" in memory:
+                _echo_relations(memory["relations"])
     if result["not_found"]:
         raise click.ClickException(f"no memory matches {', '.join(map(repr, result['not_found']))}; "
                                    "check the id with `vaultmem search`")
+
+
+def _echo_relations(relations: dict[str, Any]) -> None:
+    click.echo("")
+    if not relations["outgoing"] and not relations["incoming"]:
+        click.echo("relations: none")
+    for rel in relations["outgoing"]:
+        where = rel["to_path"] or f"[[{rel['target']}]] (unresolved)"
+        click.echo(f"-> {rel['type']} {where}{_strength_text(rel['strength'])}")
+    for rel in relations["incoming"]:
+        click.echo(f"<- {rel['type']} from {rel['from_path']}{_strength_text(rel['strength'])}")
+
+
+def _strength_text(strength: float) -> str:
+    return "" if strength == 1.0 else f" (strength {strength:g})"
+
+
+@cli.command()
+@click.argument("from_ref", metavar="FROM")
+@click.argument("to_ref", metavar="TO")
+@click.option("--type", "relation_type", required=True,
+              help="related, causes, supports, contradicts, has_decision or consolidated_from.")
+@click.option("--strength", type=float, default=1.0, show_default=True, help="Relation strength 0.0-1.0.")
+@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Relation metadata (repeatable).")
+@vault_option
+@output_options
+@handle_errors
+def relate(from_ref: str, to_ref: str, relation_type: str, strength: float, meta: tuple[str, ...],
+           vault: str | None, as_json: bool) -> None:
+    """Relate two memories: writes `- TYPE:: [[TO]]` into FROM's ## Relations section.
+
+    \b
+    Example:
+      vaultmem relate 7f3c2a1e 1a2b3c4d --type supports --strength 0.9 --meta reason="same project"
+    """
+    from vaultmem.store import parse_meta
+
+    result = _store(vault).relate(from_ref, to_ref, relation_type, strength, parse_meta(meta))
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result["message"])
+
+
+@cli.command()
+@click.option("--status", type=click.Choice(["active", "promoted", "archived", "all"]),
+              help="Which memories to include (default: active; all with --canvas).")
+@click.option("--page", type=int, default=1, show_default=True, help="Page of memories (1-indexed).")
+@click.option("--page-size", type=int, default=10, show_default=True, help="Memories per page (max 100).")
+@click.option("--all-relations", is_flag=True,
+              help="List every relation in the filter, not only those touching this page's memories.")
+@click.option("--canvas", "canvas", type=click.Path(dir_okay=False),
+              help="Write the graph as an Obsidian canvas (JSON Canvas 1.0) to this .canvas file.")
+@click.option("--around", help="With --canvas: only this memory's neighbourhood.")
+@click.option("--depth", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="With --around: how many links away to go.")
+@vault_option
+@output_options
+@handle_errors
+def graph(status: str | None, page: int, page_size: int, all_relations: bool, canvas: str | None, around: str | None, depth: int,
+          vault: str | None, as_json: bool) -> None:
+    """The knowledge graph: memories by score, the relations between them, stats.
+
+    \b
+    Example:
+      vaultmem graph --status all --page 1 --page-size 20
+      vaultmem graph --canvas memory/graph.canvas --around 7f3c2a1e --depth 2
+    """
+    store = _store(vault)
+    if canvas is not None:
+        result = store.export_canvas(canvas, status=status or "all", around=around, depth=depth)
+        if as_json:
+            emit_json(result)
+        else:
+            click.echo(result["message"])
+        return
+    if around is not None:
+        raise click.UsageError("--around only works with --canvas")
+    result = store.read_graph(status or "active", page=page, page_size=page_size, all_relations=all_relations)
+    if as_json:
+        emit_json(result)
+        return
+    st, pg = result["stats"], result["pagination"]
+    click.echo(f"{st['total_memories']} memories ({st['status_filter']}) · {st['total_relations']} relations · "
+               f"avg score {st['avg_score']:.4f} · avg use {st['avg_use_count']:g} · "
+               f"page {pg['page']}/{pg['total_pages']}")
+    for memory in result["memories"]:
+        first = memory["content"].splitlines()[0] if memory["content"] else ""
+        click.echo(f"  [{memory['score']:.2f}] {memory['id'][:8]}  {first[:90]}")
+    if result["relations"]:
+        click.echo("relations:")
+        for rel in result["relations"]:
+            click.echo(f"  {rel['from'][:8]} --[{rel['type']}]--> {rel['to'][:8]}{_strength_text(rel['strength'])}")
+
+
+@cli.command()
+@click.argument("ref", metavar="ID")
+@vault_option
+@output_options
+@handle_errors
+def backlinks(ref: str, vault: str | None, as_json: bool) -> None:
+    """Which memories and which of your notes link to a memory.
+
+    \b
+    Example:
+      vaultmem backlinks 1a2b3c4d --json
+    """
+    result = _store(vault).backlinks(ref)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(result["message"])
+    for label, key in (("memories", "memories"), ("your notes", "notes")):
+        if result[key]:
+            click.echo(f"{label}:")
+            for item in result[key]:
+                click.echo(f"  {item['path']}:{item['line']}  {item['type']}{_strength_text(item['strength'])}")
+
+
+@cli.command()
+@vault_option
+@output_options
+@handle_errors
+def doctor(vault: str | None, as_json: bool) -> None:
+    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies.
+
+    Exits 1 when it finds a problem.
+
+    \b
+    Example:
+      vaultmem doctor --json
+    """
+    result = _store(vault).doctor()
+    if as_json:
+        emit_json(result)
+    else:
+        for problem in result["problems"]:
+            click.echo(f"{problem['check']}: {problem['message']}")
+        click.echo(result["message"])
+    if not result["clean"]:
+        sys.exit(1)
 
 
 @cli.command()

@@ -21,12 +21,13 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from vaultmem import links as linkmod
 from vaultmem import note as notes
 from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: links + aliases tables (graph)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities")
 NOTE_PREVIEW_CHARS = 4000
@@ -149,6 +150,8 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     folder_status = vault.status_of(rel)
     kind = _kind_of(vault, rel, props)
     rec = Record(path=rel, mtime_ns=fingerprint[0], size=fingerprint[1], kind=kind, title=stem)
+    rec._links = linkmod.note_links(split.frontmatter, props, split.body, split.head.count("\n"))  # type: ignore[attr-defined]
+    rec._aliases = linkmod.aliases_of(props)  # type: ignore[attr-defined]
     if kind == "note":
         rec.content = split.body[:NOTE_PREVIEW_CHARS] if len(split.body) > NOTE_PREVIEW_CHARS else split.body
         rec.tags = [notes.normalise_tag(t) for t in notes.as_list(props.get("tags"))]
@@ -386,6 +389,7 @@ class Index:
             db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})",
                            [r.row() for r in records])
+            linkmod.store_links(db, removed + [r.path for r in records], records)
 
     def rebuild(self, progress: Any = None) -> SyncReport:
         """Recreate the whole index from the notes alone."""
@@ -409,8 +413,10 @@ class Index:
         rows = []
         paths = sorted(on_disk)
         records = self._read_all(paths, on_disk)
+        parsed: list[Record] = []  # kept for their links (records is a one-pass generator)
         iterator = progress(records, len(paths)) if progress and paths else records
         for rec in iterator:
+            parsed.append(rec)
             rel = rec.path
             if rec.error:
                 report.malformed.append((rel, rec.error))
@@ -421,6 +427,7 @@ class Index:
         writer.commit()
         with db:
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
+            linkmod.store_links(db, [], parsed, full=True)
         db.close()
         self.close()
         if self.dir.exists():
@@ -594,6 +601,17 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
     db.execute("CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+    # Each note's outgoing wikilinks as written, and the path each resolves to now (`dst`, NULL
+    # when unresolved); links.store_links re-resolves affected links on every sync.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS links (src TEXT, pos INTEGER, target TEXT, target_key TEXT,"
+        " subpath TEXT, alias TEXT, embed INTEGER, type TEXT, strength REAL, meta TEXT, line INTEGER,"
+        " dst TEXT, PRIMARY KEY (src, pos))"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS links_target ON links(target_key)")
+    db.execute("CREATE INDEX IF NOT EXISTS links_dst ON links(dst)")
+    db.execute("CREATE TABLE IF NOT EXISTS aliases (path TEXT, alias TEXT, PRIMARY KEY (path, alias))")
+    db.execute("CREATE INDEX IF NOT EXISTS aliases_alias ON aliases(alias)")
     version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if version is None:
         with db:

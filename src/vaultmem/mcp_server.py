@@ -67,6 +67,9 @@ GUIDANCE: dict[str, str] = {
                             "  conversation's tags: reinforcement plus review tracking (search results marked\n"
                             "  review_candidate are about to be forgotten; observe them if they helped).",
     "open_memories": "open_memories to read memories in full by id; results are paginated and previews are short.",
+    "create_relation": "create_relation to record how two memories relate (supports, contradicts, causes, ...);\n"
+                       "  it is written into the first memory's ## Relations section as an Obsidian link.",
+    "read_graph": "read_graph for an overview of memories and the relations between them (paginated).",
     "promote_memory": "promote_memory (or auto_detect=true) to keep memories that proved useful in long-term memory.",
     "cluster_memories": "cluster_memories to find duplicate or overlapping memories when the user asks to tidy up.",
     "consolidate_memories": "consolidate_memories to merge or link a cluster: preview first, apply only when the user\n"
@@ -283,6 +286,7 @@ def open_memories(
     store: MemoryStore,
     memory_ids: Annotated[str | Annotated[list[str], Field(max_length=MAX_IDS)],
                           Field(description="One memory id or a list of up to 100 ids.")],
+    include_relations: Annotated[bool, Field(description="Include relations from/to these memories.")] = True,
     include_scores: Annotated[bool, Field(description="Include decay scores and age.")] = True,
     page: Page = None,
     page_size: PageSize = None,
@@ -293,7 +297,7 @@ def open_memories(
         raise InvalidInput("memory_ids is empty; pass at least one id")
     refs = [check_ref("memory_ids", ref) for ref in raw]
     wanted, pagination = paginate(refs, page, page_size)
-    opened = store.open(wanted) if wanted else {"memories": [], "not_found": []}
+    opened = store.open(wanted, include_relations=include_relations) if wanted else {"memories": [], "not_found": []}
     memories = opened["memories"]
     if not include_scores:
         for memory in memories:
@@ -472,6 +476,41 @@ def consolidate_memories(
                            .replace("--cohesion-threshold", "cohesion_threshold")) from None
     cap_list(result, "previews", MAX_CLUSTERS_SHOWN)
     return result
+
+
+@tool(writes_vault=False, title="Read the knowledge graph")
+def read_graph(
+    store: MemoryStore,
+    status: Annotated[str, Field(max_length=20,
+                                 description='Filter: "active", "promoted", "archived" or "all".')] = "active",
+    include_scores: Annotated[bool, Field(description="Include decay scores and age.")] = True,
+    limit: Annotated[int, Field(ge=1, le=10_000, description="Maximum memories (1-10,000).")] | None = None,
+    page: Page = None,
+    page_size: PageSize = None,
+) -> dict[str, Any]:
+    """Memories (best score first, paginated), the relations between them and graph stats.
+
+    `relations` holds the relations touching a memory on this page; stats count them all.
+    """
+    result = store.read_graph(status, include_scores=include_scores, limit=limit, page=page, page_size=page_size)
+    bound_content(result["memories"], None)
+    result["evidence_notice"] = EVIDENCE_NOTICE
+    return result
+
+
+@tool(writes_vault=True, title="Relate two memories")
+def create_relation(
+    store: MemoryStore,
+    from_memory_id: MemoryRef,
+    to_memory_id: MemoryRef,
+    relation_type: Annotated[str, Field(max_length=50, description="related, causes, supports, contradicts, "
+                                                                   "has_decision or consolidated_from.")],
+    strength: Annotated[float, Field(ge=0.0, le=1.0, description="Relation strength (0.0-1.0).")] = 1.0,
+    metadata: Annotated[dict[str, Any], Field(max_length=20, description="Additional metadata (flat).")] | None = None,
+) -> dict[str, Any]:
+    """Relate two memories with a typed link, written into the first memory's ## Relations section."""
+    return store.relate(check_ref("from_memory_id", from_memory_id), check_ref("to_memory_id", to_memory_id),
+                        relation_type, strength, metadata)
 
 
 @tool(writes_vault=False, title="Backfill embeddings (not enabled)")

@@ -215,8 +215,18 @@ class MemoryStore:
             result["meta"] = rec.props
         return result
 
-    def open(self, refs: Sequence[str]) -> dict[str, Any]:
-        """Memories by id / short id / file name; unknown ones land in `not_found`."""
+    def open(self, refs: Sequence[str], *, include_relations: bool = False, include_scores: bool = True,
+             page: int | None = None, page_size: int | None = None) -> dict[str, Any]:
+        """Memories by id / short id / file name; unknown ones land in `not_found`.
+
+        With `include_relations` (or paging) this is the seed's open_memories: outgoing and
+        incoming relations per memory and a `pagination` block (`graph.open_memories`).
+        """
+        if include_relations or not include_scores or page is not None or page_size is not None:
+            from vaultmem import graph
+
+            return graph.open_memories(self, refs, include_relations=include_relations,
+                                       include_scores=include_scores, page=page, page_size=page_size)
         self.sync()
         memories, not_found = [], []
         now = self.now()
@@ -227,6 +237,42 @@ class MemoryStore:
                 not_found.append(ref)
         return {"success": bool(memories) or not refs, "count": len(memories),
                 "memories": memories, "not_found": not_found}
+
+    # -- graph (graph.py) ---------------------------------------------------------------------
+    def relate(self, from_ref: str, to_ref: str, relation_type: str, strength: float = 1.0,
+               metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The seed's create_relation: a typed line in FROM's `## Relations` section."""
+        from vaultmem import graph
+
+        return graph.relate(self, from_ref, to_ref, relation_type, strength, metadata)
+
+    def read_graph(self, status: str = "active", *, include_scores: bool = True, limit: int | None = None,
+                   page: int | None = None, page_size: int | None = None,
+                   all_relations: bool = False) -> dict[str, Any]:
+        """The seed's read_graph: memories, relations between them, stats, pagination."""
+        from vaultmem import graph
+
+        return graph.read_graph(self, status, include_scores=include_scores, limit=limit, page=page,
+                                page_size=page_size, all_relations=all_relations)
+
+    def backlinks(self, ref: str) -> dict[str, Any]:
+        """Memories and the person's notes that link to a memory."""
+        from vaultmem import graph
+
+        return graph.backlinks(self, ref)
+
+    def export_canvas(self, out: str | Path, *, status: str = "all", around: str | None = None,
+                      depth: int = 2) -> dict[str, Any]:
+        """Write the graph (or a memory's neighbourhood) as an Obsidian canvas."""
+        from vaultmem import graph
+
+        return graph.export_canvas(self, out, status=status, around=around, depth=depth)
+
+    def doctor(self) -> dict[str, Any]:
+        """Broken links, duplicate ids and names, malformed notes, sync-conflict copies."""
+        from vaultmem import doctor
+
+        return doctor.run(self)
 
     def note_text(self, ref: str) -> dict[str, Any]:
         """One memory note's markdown exactly as it is on disk (for MCP resource readers)."""

@@ -556,39 +556,9 @@ def link_records(store: "MemoryStore", records: Sequence[Record], cluster_ref: s
 
 def relate(store: "MemoryStore", source: Record, target: Record, relation_type: str,
            strength: float | None = None) -> int:
-    """Write `- type:: [[target]]` into source's `## Relations` section; 1 if written, 0 if present."""
-    if hasattr(store, "relate"):
-        result = store.relate(source.id, target.id, relation_type, strength if strength is not None else 1.0, None)
-        return 0 if result.get("existed") or result.get("already_exists") else 1
-    return _append_relation(store, source, relation_type, _stem(_current(store, target).path))
-
-
-_RELATIONS_HEADING = re.compile(r"^##[ \t]+Relations[ \t]*$", re.M)
-
-
-def _append_relation(store: "MemoryStore", rec: Record, relation_type: str, target_stem: str) -> int:
-    line = f"- {relation_type}:: [[{target_stem}]]"
-    with store.vault.lock():
-        cur = _current(store, rec)
-        path = store.vault.abs(cur.path)
-        text = path.read_text(encoding="utf-8")
-        split = notes.split_note(text)
-        body = split.body
-        match = _RELATIONS_HEADING.search(body)
-        if match and re.search(rf"^-\s*{re.escape(relation_type)}::\s*\[\[{re.escape(target_stem)}(\|[^\]]*)?\]\]",
-                               body[match.end():], re.M):
-            return 0
-        if match:
-            section_end = body.find("\n## ", match.end())
-            section_end = len(body) if section_end < 0 else section_end
-            section = body[:section_end].rstrip("\n")
-            new_body = section + "\n" + line + "\n" + (body[section_end:] if section_end < len(body) else "")
-        else:
-            new_body = body.rstrip("\n") + "\n\n## Relations\n" + line + "\n"
-        new_text = split.head + new_body
-        store.vault.write_text(path, new_text)
-        store.index.refresh([cur.path])
-    return 1
+    """A typed relation from source to target through the graph layer; 1 if new, 0 if present."""
+    result = store.relate(source.id, target.id, relation_type, strength if strength is not None else 1.0, None)
+    return 0 if result.get("existed") else 1
 
 
 # -- deep consolidation (Mnemosyne's memory_consolidate) ------------------------------------------
@@ -701,6 +671,6 @@ def absorb(store: "MemoryStore", keep: Record, drop: Record, now: dt.datetime, s
             }
 
         kept = store.modify(_current(store, keep), change)
-        _append_relation(store, kept, "consolidated_from", _stem(other.path))
+        relate(store, kept, other, "consolidated_from")
         path = archive_record(store, other, now, {"consolidated_into": f"[[{_stem(kept.path)}]]"})
     return {"kept_id": keep.id, "archived_id": drop.id, "archived_path": path, "similarity": round(similarity_, 4)}

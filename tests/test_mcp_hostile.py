@@ -128,3 +128,22 @@ def test_cases_cover_every_parameter_of_every_tool():
     assert got == [("memory_id", "wrong type"), *[("memory_id", f"hostile id {v[:20]!r}") for v in HOSTILE_IDS],
                    ("tags", "wrong type"), ("tags", "NUL byte in a list item"), ("tags", "10,000-character list item"),
                    ("limit", "wrong type")]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, spec in TOOLS.items() if spec.writes_vault))
+def test_read_only_server_refuses_every_writing_tool(store, hostile_vault, name):
+    from mcp import Client
+
+    server = build_server(store, read_only=True)
+    before = files(hostile_vault)
+
+    async def main() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool(name, BASE_ARGS.get(name, {}))
+
+    try:
+        result = asyncio.run(main())
+    finally:
+        server.bridge.close()
+    assert result.is_error and result.content[0].text == f"Unknown tool: {name}"
+    assert files(hostile_vault) == before

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from vaultmem.mcp_server import TOOLS, build_server
+from vaultmem.mcp_server import build_server, registered
 
 ID = "00000001-0000-4000-8000-000000000000"
 ID_PARAMS = {"memory_id", "memory_ids", "from_memory_id", "to_memory_id", "cluster_id"}
@@ -82,7 +82,7 @@ def hostile_vault(vault_path: Path) -> Path:
     return vault_path
 
 
-@pytest.mark.parametrize("name", sorted(TOOLS))
+@pytest.mark.parametrize("name", sorted(spec.name for spec in registered()))
 def test_hostile_input_is_an_error_and_changes_no_file(store, hostile_vault, name):
     from mcp import Client
 
@@ -130,7 +130,7 @@ def test_cases_cover_every_parameter_of_every_tool():
                    ("limit", "wrong type")]
 
 
-@pytest.mark.parametrize("name", sorted(n for n, spec in TOOLS.items() if spec.writes_vault))
+@pytest.mark.parametrize("name", sorted(spec.name for spec in registered() if spec.writes_vault))
 def test_read_only_server_refuses_every_writing_tool(store, hostile_vault, name):
     from mcp import Client
 

@@ -15,11 +15,17 @@ from conftest import NOW
 from vaultmem.mcp_server import EVIDENCE_NOTICE, TOOLS, build_instructions, build_server, check_ref, paginate
 from vaultmem.metrics import Metrics, percentile
 
+from vaultmem.store import MemoryStore
+
+ENRICH = callable(getattr(MemoryStore, "analyze_message", None))  # the enrichment area is on main
+needs_enrich = pytest.mark.skipif(not ENRICH, reason="the enrichment area (analyze_*, secret filter) is not on main yet")
+ENRICH_WRITING = {"auto_recall_process_message"} if ENRICH else set()
+ENRICH_READING = {"analyze_message", "analyze_for_recall"} if ENRICH else set()
+
 WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
-           "create_relation"}
+           "create_relation"} | ENRICH_WRITING
 READING = {"search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph",
-           "backfill_embeddings", "get_performance_metrics",
-           "reset_performance_metrics"}
+           "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"} | ENRICH_READING
 
 
 @pytest.fixture
@@ -75,8 +81,23 @@ def test_tool_list_and_read_only_mode(store):
 
 
 def test_every_registered_tool_declares_whether_it_writes():
-    assert {name for name, spec in TOOLS.items() if spec.writes_vault} == WRITING
+    assert {name for name, spec in TOOLS.items() if spec.writes_vault and spec.available} == WRITING
+    assert {name for name, spec in TOOLS.items() if spec.available} == WRITING | READING
     assert all(spec.description and spec.title for spec in TOOLS.values())
+
+
+def test_a_tool_whose_store_method_is_missing_is_not_offered(store, monkeypatch):
+    from vaultmem.mcp_server import ToolSpec
+
+    monkeypatch.setitem(TOOLS, "later_tool", ToolSpec("later_tool", lambda s: {}, False, "Later",
+                                                      requires="method_from_another_area"))
+    server = build_server(store)
+    try:
+        names = {t.name for t in run(server, lambda c: c.list_tools()).tools}
+        text = run(server, lambda c: asyncio.sleep(0, c.instructions))
+    finally:
+        server.bridge.close()
+    assert "later_tool" not in names and names == WRITING | READING and "later_tool" not in text
 
 
 def test_instructions_say_when_to_save_search_reinforce_and_that_memories_are_evidence(server):
@@ -605,3 +626,70 @@ def test_create_relation_open_memories_and_read_graph(server, store, vault_path)
                                                   "relation_type": "likes"})).endswith(
         "unknown relation type 'likes'; use one of related, causes, supports, contradicts, has_decision, "
         "consolidated_from")
+
+
+# -- enrichment tools ---------------------------------------------------------------------------
+
+
+@needs_enrich
+def test_save_memory_refuses_a_secret_without_writing_or_echoing_it(server, vault_path):
+    before = snapshot(vault_path)
+    data = ok(call(server, "save_memory", {"content": "Stripe key is sk_live_oyCvEU9259XxebXDCchuV0Du"}))
+    assert data == {"success": False, "status": "blocked_secret", "code": "SECRET_BLOCKED", "kind": "stripe_key",
+                    "memory_id": None, "message": "blocked: content looks like stripe_key; remove the credential "
+                                                  "(keep it in a password manager) and save again"}
+    assert snapshot(vault_path) == before
+    hidden = ok(call(server, "save_memory", {"content": "fine", "context": "token ghp_" + "a1B2" * 9}))
+    assert (hidden["status"], hidden["kind"]) == ("blocked_secret", "github_token")
+    assert snapshot(vault_path) == before
+
+
+@needs_enrich
+def test_save_memory_reinforces_a_near_duplicate_instead_of_copying(server, vault_path):
+    first = ok(call(server, "save_memory", {"content": "The STOPPER protocol pauses deploys during incidents"}))
+    again = ok(call(server, "save_memory", {"content": "The STOPPER protocol pauses deploys during incidents!"}))
+    assert (again["status"], again["memory_id"], again["use_count"]) == ("duplicate", first["memory_id"], 1)
+    assert len(list((vault_path / "memory/stm").iterdir())) == 1
+
+
+@needs_enrich
+def test_analyze_message_and_analyze_for_recall(server, vault_path):
+    before = snapshot(vault_path)
+    save = ok(call(server, "analyze_message", {"message": "I prefer PostgreSQL for databases"}))
+    assert (save["should_save"], save["confidence"], save["suggested_entities"]) == (True, 0.7311, ["PostgreSQL"])
+    assert save["suggested_tags"] == ["preference", "personal"] and save["suggested_strength"] == 1.2
+    recall = ok(call(server, "analyze_for_recall", {"message": "What did I say about TypeScript?"}))
+    assert (recall["should_search"], recall["suggested_query"], recall["suggested_entities"]) == (
+        True, "TypeScript", ["TypeScript"])
+    assert snapshot(vault_path) == before
+
+
+@needs_enrich
+def test_auto_recall_reinforces_related_memories_once_per_cooldown(server, vault_path):
+    mid_ = _save(server, "The STOPPER protocol pauses deploys during incidents", tags=["ops"])
+    _save(server, "The office coffee machine is on the third floor")
+    first = ok(call(server, "auto_recall_process_message",
+                    {"message": "I'm working on the STOPPER protocol implementation"}))
+    assert (first["enabled"], first["mode"], first["memories_reinforced"]) == (True, "silent", [mid_])
+    assert "STOPPER" in first["topics_found"]
+    note = next((vault_path / "memory/stm").glob("the-stopper-*.md"))
+    assert "use_count: 1\n" in note.read_text()
+    again = ok(call(server, "auto_recall_process_message",
+                    {"message": "I'm working on the STOPPER protocol implementation"}))
+    assert (again["memories_reinforced"], again["skipped_cooldown"]) == ([], [mid_])
+    assert "use_count: 1\n" in note.read_text()
+
+
+@needs_enrich
+@pytest.mark.parametrize("name", ["analyze_message", "analyze_for_recall", "auto_recall_process_message"])
+@pytest.mark.parametrize("args, message", [
+    ({}, "Error: message: Field required"),
+    ({"message": ""}, "Error: message: String should have at least 1 character"),
+    ({"message": "   "}, "Error: message is empty; pass the user's message"),
+    ({"message": "x" * 50_001}, "Error: message: String should have at most 50000 characters"),
+])
+def test_bad_message_is_an_error_and_changes_no_file(server, vault_path, name, args, message):
+    _save(server, "The STOPPER protocol pauses deploys during incidents")
+    before = snapshot(vault_path)
+    assert error(call(server, name, args)) == message
+    assert snapshot(vault_path) == before

@@ -10,12 +10,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import NOW
+from vaultmem.store import MemoryStore
+
+ENRICH = callable(getattr(MemoryStore, "analyze_message", None))  # the enrichment area is on main
+needs_enrich = pytest.mark.skipif(not ENRICH, reason="the enrichment area (analyze_*, secret filter) is not on main yet")
+ENRICH_WRITING = {"auto_recall_process_message"} if ENRICH else set()
+ENRICH_READING = {"analyze_message", "analyze_for_recall"} if ENRICH else set()
 
 WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
-           "create_relation"}
+           "create_relation"} | ENRICH_WRITING
 ALL_TOOLS = WRITING | {"search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph",
-                       "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"}
+                       "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"} | ENRICH_READING
 
 
 def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
@@ -291,3 +299,32 @@ def test_graph_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
     # on disk: one relation line in the source note, the target untouched
     assert "## Relations\n- supports:: [[api-rest]]" in jwt.read_text()
     assert api.read_text() == api_text
+
+
+@needs_enrich
+def test_enrichment_tools_and_secret_filter_over_stdio(vault_path, tmp_path):
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["secret"] = data(await s.call_tool("save_memory", {
+            "content": "Deploy with AKIAIOSFODNN7EXAMPLE as the key", "tags": ["ops"]}))
+        out["saved"] = data(await s.call_tool("save_memory", {"content": "The STOPPER protocol pauses deploys"}))
+        out["analyze"] = data(await s.call_tool("analyze_message", {"message": "Remember that I use Neovim"}))
+        out["recall"] = data(await s.call_tool("analyze_for_recall", {"message": "Do you remember my editor?"}))
+        out["auto"] = data(await s.call_tool("auto_recall_process_message",
+                                             {"message": "Let's extend the STOPPER protocol"}))
+        out["bad"] = await s.call_tool("analyze_message", {"message": 42})
+        return out
+
+    out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
+    assert (out["secret"]["success"], out["secret"]["status"], out["secret"]["code"]) == (
+        False, "blocked_secret", "SECRET_BLOCKED")
+    assert "AKIAIOSFODNN7EXAMPLE" not in json.dumps(out["secret"])
+    assert out["analyze"]["should_save"] is True and out["recall"]["should_search"] is True
+    assert out["auto"]["memories_reinforced"] == [out["saved"]["memory_id"]]
+    assert out["bad"].is_error and out["bad"].content[0].text == "Error: message: Input should be a valid string"
+    # on disk: only the allowed memory, reinforced once; the key is nowhere in the vault or the log
+    (note,) = (vault_path / "memory/stm").iterdir()
+    assert note.name == out["saved"]["path"].rsplit("/", 1)[1] and "use_count: 1\n" in note.read_text()
+    assert not any("AKIAIOSFODNN7EXAMPLE" in p.read_text(errors="replace")
+                   for p in vault_path.rglob("*") if p.is_file() and p.suffix in (".md", ".json", ".yaml"))
+    assert "AKIAIOSFODNN7EXAMPLE" not in (tmp_path / "err.txt").read_text()

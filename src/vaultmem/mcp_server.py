@@ -61,6 +61,12 @@ GUIDANCE: dict[str, str] = {
     "save_memory": "save_memory when the user states a durable preference, decision, fact about themselves or their\n"
                    "  projects, or says \"remember\". Save one self-contained fact per memory, with a few tags. Do not\n"
                    "  save secrets (passwords, keys, tokens) or passing chatter.",
+    "analyze_message": "analyze_message when unsure whether a message is worth saving (confidence > 0.7: save;\n"
+                       "  0.4-0.7: ask the user first).",
+    "analyze_for_recall": "analyze_for_recall when unsure whether a message refers to something from before; it\n"
+                          "  suggests a search_memory query.",
+    "auto_recall_process_message": "auto_recall_process_message on substantive messages: it quietly reinforces\n"
+                                   "  related memories so they do not fade.",
     "touch_memory": "touch_memory when a memory you retrieved actually helped your answer: it reinforces the memory\n"
                     "  so it decays more slowly. Do not touch memories you merely saw.",
     "observe_memory_usage": "observe_memory_usage with the ids of the memories you used in an answer and the\n"
@@ -192,20 +198,30 @@ class ToolSpec:
     handler: Callable[..., dict[str, Any]]
     writes_vault: bool
     title: str
+    requires: str | None = None  # a MemoryStore method another area adds; absent -> not offered
 
     @property
     def description(self) -> str:
         return inspect.cleandoc(self.handler.__doc__ or "")
 
+    @property
+    def available(self) -> bool:
+        return self.requires is None or callable(getattr(MemoryStore, self.requires, None))
+
 
 TOOLS: dict[str, ToolSpec] = {}
 
 
-def tool(*, writes_vault: bool, title: str) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
-    """Register `fn(store, **params) -> dict` as the MCP tool named like the function."""
+def tool(*, writes_vault: bool, title: str,
+         requires: str | None = None) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
+    """Register `fn(store, **params) -> dict` as the MCP tool named like the function.
+
+    `requires` names the MemoryStore method the tool calls when that method comes from an area
+    that may not be merged yet: the tool is offered exactly when the method exists.
+    """
 
     def register(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-        TOOLS[fn.__name__] = ToolSpec(fn.__name__, fn, writes_vault, title)
+        TOOLS[fn.__name__] = ToolSpec(fn.__name__, fn, writes_vault, title, requires)
         return fn
 
     return register
@@ -227,12 +243,22 @@ def save_memory(
 ) -> dict[str, Any]:
     """Save a new memory (a markdown note in memory/stm/) and return its id.
 
-    Save one durable fact, preference or decision per memory. Never save secrets.
+    Save one durable fact, preference or decision per memory. Never save secrets: content that
+    looks like a credential is refused (status blocked_secret, nothing written). A near-identical
+    memory is reinforced instead of copied (status duplicate, its id).
     """
     if meta is not None and len(meta) > 50:
         raise InvalidInput(f"meta has {len(meta)} keys; the limit is 50")
-    return store.save(content, tags=tags or (), entities=entities, source=source, context=context,
-                      meta=meta, strength=strength)
+    try:
+        return store.save(content, tags=tags or (), entities=entities, source=source, context=context,
+                          meta=meta, strength=strength)
+    except VaultmemError as exc:
+        if getattr(exc, "code", None) != "SECRET_BLOCKED":
+            raise
+        # Not an error: the secret filter did its job (the seed's blocked_secret / SECRET_BLOCKED).
+        # The credential itself is never echoed; `kind` names the rule that matched.
+        return {"success": False, "status": "blocked_secret", "code": "SECRET_BLOCKED",
+                "kind": getattr(exc, "kind", None), "memory_id": None, "message": str(exc)}
 
 
 @tool(writes_vault=False, title="Search memories")
@@ -513,6 +539,45 @@ def create_relation(
                         relation_type, strength, metadata)
 
 
+# The enrichment area's tools: offered once MemoryStore has their methods (see `requires`).
+Message = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT, description="The user's message (max 50,000 chars).")]
+
+
+def _message(value: str) -> str:
+    if not value.strip():
+        raise InvalidInput("message is empty; pass the user's message")
+    return value
+
+
+@tool(writes_vault=False, title="Should this message be remembered?", requires="analyze_message")
+def analyze_message(store: MemoryStore, message: Message) -> dict[str, Any]:
+    """Decide whether a user message holds something worth saving, with suggested tags, entities, strength.
+
+    confidence > 0.7: save it; 0.4-0.7: ask the user first. Nothing is written.
+    """
+    return store.analyze_message(_message(message))
+
+
+@tool(writes_vault=False, title="Should memory be searched for this message?", requires="analyze_for_recall")
+def analyze_for_recall(store: MemoryStore, message: Message) -> dict[str, Any]:
+    """Decide whether a user message asks about the past, with a suggested search_memory query.
+
+    confidence > 0.7: search; 0.4-0.7: ask the user first. Nothing is written.
+    """
+    return store.analyze_for_recall(_message(message))
+
+
+@tool(writes_vault=True, title="Silently reinforce memories related to a message",
+      requires="auto_recall_process_message")
+def auto_recall_process_message(store: MemoryStore, message: Message) -> dict[str, Any]:
+    """Reinforce (touch) up to 5 memories related to the topics of a substantive user message.
+
+    Silent mode: the memories are not returned, only their ids; each is reinforced at most once
+    an hour. Call it when the user discusses a real topic, not on short commands.
+    """
+    return store.auto_recall_process_message(_message(message))
+
+
 @tool(writes_vault=False, title="Backfill embeddings (not enabled)")
 def backfill_embeddings(
     store: MemoryStore,
@@ -595,8 +660,8 @@ def _tool_function(bridge: Bridge, spec: ToolSpec) -> Callable[..., Any]:
 
 
 def registered(read_only: bool = False) -> list[ToolSpec]:
-    """The tools a server offers: all of them, or only those that leave the vault alone."""
-    return [spec for spec in TOOLS.values() if not (read_only and spec.writes_vault)]
+    """The tools a server offers: all available ones, or only those that leave the vault alone."""
+    return [spec for spec in TOOLS.values() if spec.available and not (read_only and spec.writes_vault)]
 
 
 def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge | None = None) -> Any:

@@ -635,9 +635,9 @@ def test_create_relation_open_memories_and_read_graph(server, store, vault_path)
 def test_save_memory_refuses_a_secret_without_writing_or_echoing_it(server, vault_path):
     before = snapshot(vault_path)
     data = ok(call(server, "save_memory", {"content": "Stripe key is sk_live_oyCvEU9259XxebXDCchuV0Du"}))
-    assert data == {"success": False, "status": "blocked_secret", "code": "SECRET_BLOCKED", "kind": "stripe_key",
-                    "memory_id": None, "message": "blocked: content looks like stripe_key; remove the credential "
-                                                  "(keep it in a password manager) and save again"}
+    assert data == {"success": False, "status": "blocked_secret", "error_code": "SECRET_BLOCKED", "kind": "stripe_key",
+                    "message": "blocked: content looks like stripe_key; remove the credential "
+                               "(keep it in a password manager) and save again"}
     assert snapshot(vault_path) == before
     hidden = ok(call(server, "save_memory", {"content": "fine", "context": "token ghp_" + "a1B2" * 9}))
     assert (hidden["status"], hidden["kind"]) == ("blocked_secret", "github_token")

@@ -316,7 +316,7 @@ def test_enrichment_tools_and_secret_filter_over_stdio(vault_path, tmp_path):
         return out
 
     out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
-    assert (out["secret"]["success"], out["secret"]["status"], out["secret"]["code"]) == (
+    assert (out["secret"]["success"], out["secret"]["status"], out["secret"]["error_code"]) == (
         False, "blocked_secret", "SECRET_BLOCKED")
     assert "AKIAIOSFODNN7EXAMPLE" not in json.dumps(out["secret"])
     assert out["analyze"]["should_save"] is True and out["recall"]["should_search"] is True

@@ -255,10 +255,10 @@ def save_memory(
     except VaultmemError as exc:
         if getattr(exc, "code", None) != "SECRET_BLOCKED":
             raise
-        # Not an error: the secret filter did its job (the seed's blocked_secret / SECRET_BLOCKED).
-        # The credential itself is never echoed; `kind` names the rule that matched.
-        return {"success": False, "status": "blocked_secret", "code": "SECRET_BLOCKED",
-                "kind": getattr(exc, "kind", None), "memory_id": None, "message": str(exc)}
+        # Mnemosyne's contract: not an error but a status; the secret itself is never returned.
+        # (Keys as the enrichment branch's save_memory: status, error_code, kind, message.)
+        return {"success": False, "status": "blocked_secret", "error_code": "SECRET_BLOCKED",
+                "kind": getattr(exc, "kind", None), "message": str(exc)}
 
 
 @tool(writes_vault=False, title="Search memories")

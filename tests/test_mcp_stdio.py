@@ -259,7 +259,9 @@ def test_docs_walkthrough_is_the_real_output(vault_path):
         text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<id>", text)
         return re.sub(r"\b[0-9a-f]{8}\b", "<id8>", text)
 
-    assert norm(proc.stdout).rstrip() == norm(block).rstrip()
+    assert norm(proc.stdout).rstrip() == norm(block).rstrip(), (
+        "docs/mcp.md's walk-through is stale (a tool landed or a result changed): regenerate it with the "
+        "commands shown above the block and paste the output")
 
 
 def test_graph_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):

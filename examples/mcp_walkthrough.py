@@ -43,10 +43,13 @@ async def main(vault: str) -> None:
                 async def call(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
                     return show(name, args, await s.call_tool(name, args))
 
+                await call("analyze_message", {"message": "I prefer PostgreSQL for new services"})
                 saved = await call("save_memory", {"content": "The user prefers PostgreSQL for new services",
                                                    "tags": ["preferences", "databases"], "source": "chat"})
                 assert saved is not None
                 short = saved["memory_id"][:8]
+                await call("save_memory", {"content": "The staging DB password is password=Tr0ub4dor&3x"})
+                await call("analyze_for_recall", {"message": "What did I tell you about databases?"})
                 await call("search_memory", {"query": "postgresql database", "top_k": 3, "preview_length": 80})
                 await call("touch_memory", {"memory_id": short})
                 await call("observe_memory_usage", {"memory_ids": [short], "context_tags": ["deployment"]})

@@ -36,7 +36,10 @@ def test_search_json_has_the_seed_keys(runner):
 
 def test_save_json(runner):
     data = json.loads(invoke(runner, "save", "x marks the spot", "--json").output)
-    assert set(data) == {"success", "memory_id", "path", "message", "has_embedding", "enrichment_applied"}
+    assert set(data) == {"success", "status", "memory_id", "path", "message", "has_embedding", "enrichment_applied",
+                         "auto_entities", "calculated_strength", "entities", "memory_type", "urgency", "domain",
+                         "priority"}
+    assert data["status"] == "created" and data["enrichment_applied"] is True
 
 
 def test_no_results(runner):

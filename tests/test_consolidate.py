@@ -32,7 +32,8 @@ def build(store: MemoryStore, clock) -> dict[str, dict]:
     """Save the fixture memories one hour apart; use counts set through touch."""
     saved = {}
     for key, (content, tags, entities, strength, uses) in MEMORIES.items():
-        result = store.save(content, tags=tags, entities=entities, strength=strength)
+        # dedupe=False: the fixture holds exact duplicates on purpose
+        result = store.save(content, tags=tags, entities=entities, strength=strength, dedupe=False)
         for _ in range(uses):
             store.touch(result["memory_id"])
         saved[key] = result
@@ -220,7 +221,7 @@ def test_consolidate_needs_cluster_or_auto(store, fx):
 def test_cli_cluster_and_consolidate(runner, vault_path):
     store = MemoryStore(vault_path)
     for text in ("The staging database runs PostgreSQL 16 on port 5433.",) * 2:
-        store.save(text, tags=["infra"])
+        store.save(text, tags=["infra"], dedupe=False)  # a duplicate on purpose
     out = invoke(runner, "cluster", "--json")
     data = json.loads(out.output)
     cid = data["clusters"][0]["id"]
@@ -280,7 +281,7 @@ def test_deep_batch_is_validated(store):
 def test_cli_deep(runner, vault_path):
     store = MemoryStore(vault_path)
     for text in ("The staging database runs PostgreSQL 16 on port 5433.",) * 2:
-        store.save(text)
+        store.save(text, dedupe=False)  # a duplicate on purpose
     out = invoke(runner, "consolidate", "--deep")
     assert out.output.splitlines()[:4] == ["Contradictions found: 0", "Duplicates merged:    1",
                                            "Popular promoted:     0", "Stale demoted:        0"]

@@ -383,7 +383,7 @@ def test_doctor_finds_every_kind_of_problem(sample_runner, sample_vault):
     assert result.exit_code == 1
     data = json.loads(result.output)
     assert data["counts"] == {"broken_links": 1, "duplicate_ids": 1, "duplicate_names": 1, "malformed_notes": 1,
-                              "conflict_copies": 3}
+                              "conflict_copies": 3, "credentials": 0}
     messages = [p["message"] for p in data["problems"]]
     assert messages == [
         "Daily/apollo.md:1: [[Nowhere]] points to no note; fix the link or restore the note",

@@ -116,7 +116,7 @@ def test_actr_settings_from_env_and_cortexgraph_aliases():
 def test_touch_under_actr_records_capped_access_times(vault_path, clock):
     s = dataclasses.replace(load_settings(vault_path), decay_model="actr", access_history_size=2)
     store = MemoryStore(vault_path, settings=s, clock=clock)
-    m = store.save("remember the ACT-R history")["memory_id"]
+    m = store.save("the ACT-R history")["memory_id"]  # no urgency markers: the default urgency
     for hours in (1, 2, 3):
         clock.advance(hours=hours)
         store.touch(m)

@@ -125,12 +125,17 @@ def test_save_writes_one_note_with_the_seed_keys(server, vault_path):
     data = ok(call(server, "save_memory", {"content": "Use JWT tokens for auth", "tags": ["auth", "API"],
                                            "source": "chat", "strength": 1.5, "meta": {"project": "apollo"}}))
     mid = data["memory_id"]
-    assert data == {"success": True, "memory_id": mid, "path": f"memory/stm/use-jwt-tokens-for-auth-{mid[:8]}.md",
-                    "message": f"Memory saved with ID: {mid}", "has_embedding": False, "enrichment_applied": False}
+    # save auto-enriches (issue 6): entities, memory_type, urgency and domain are filled in
+    assert data == {"success": True, "status": "created", "memory_id": mid,
+                    "path": f"memory/stm/use-jwt-tokens-for-auth-{mid[:8]}.md",
+                    "message": f"Memory saved with ID: {mid}", "has_embedding": False, "enrichment_applied": True,
+                    "auto_entities": 1, "calculated_strength": 1.5, "entities": ["JWT"], "memory_type": "semantic",
+                    "urgency": "reference", "domain": "technical", "priority": 0.6}
     text = (vault_path / data["path"]).read_text().replace(f'"{mid}"', mid)
     assert text == (f'---\nid: {mid}\ncreated: 2026-11-22T10:15:00Z\nlast_used: 2026-11-22T10:15:00Z\n'
-                    "use_count: 0\nstrength: 1.5\nstatus: active\ntags:\n  - auth\n  - API\nentities: []\n"
-                    "source: chat\nproject: apollo\n---\nUse JWT tokens for auth\n")
+                    "use_count: 0\nstrength: 1.5\nstatus: active\nmemory_type: semantic\ntags:\n  - auth\n"
+                    "  - API\nentities:\n  - JWT\nsource: chat\nproject: apollo\nurgency: reference\n"
+                    "domain: technical\n---\nUse JWT tokens for auth\n")
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -693,3 +698,15 @@ def test_bad_message_is_an_error_and_changes_no_file(server, vault_path, name, a
     before = snapshot(vault_path)
     assert error(call(server, name, args)) == message
     assert snapshot(vault_path) == before
+
+
+def test_save_memory_reports_blocked_secret_and_writes_nothing(server, vault_path):
+    secret = "AKIA6PYCDYBK155OXTZ7"
+    result = call(server, "save_memory", {"content": f"prod deploy key {secret}"})
+    data = ok(result)
+    assert data == {"success": False, "status": "blocked_secret", "error_code": "SECRET_BLOCKED",
+                    "kind": "aws_access_key",
+                    "message": "blocked: content looks like aws_access_key; remove the credential "
+                               "(keep it in a password manager) and save again"}
+    assert secret not in result.content[0].text
+    assert snapshot(vault_path) == {}

@@ -142,7 +142,7 @@ def test_safe_actions_auto_apply_when_configured(vault_path, clock, fx):
 def test_cli_pipeline(runner, vault_path):
     store = MemoryStore(vault_path)
     for text in ("The staging database runs PostgreSQL 16 on port 5433.",) * 2:
-        store.save(text)
+        store.save(text, entities=[], dedupe=False)  # a duplicate on purpose; no shared entities
     out = invoke(runner, "pipeline", "run", "--dry-run")
     assert out.output.splitlines()[-1] == "Dry run: 1 proposals (nothing written)"
     out = invoke(runner, "pipeline", "run", "--json")

@@ -28,11 +28,16 @@ def test_save_writes_the_note_described_in_design(store, vault_path):
         "use_count: 0\n"
         "strength: 1.0\n"
         "status: active\n"
+        "memory_type: semantic\n"
         "tags:\n"
         "  - auth\n"
-        "entities: []\n"
+        "entities:\n"
+        "  - JWT\n"
+        "  - APIs\n"
         "source: chat\n"
         "project: apollo\n"
+        "urgency: reference\n"
+        "domain: technical\n"
         "---\n"
         "Use JWT tokens for authentication in all new APIs\n"
     )
@@ -327,8 +332,8 @@ def test_init_is_idempotent(tmp_path, clock):
 
 
 def test_two_saves_in_the_same_second_get_distinct_files(store, vault_path):
-    a = store.save("same words")
-    b = store.save("same words")
+    a = store.save("same words", dedupe=False)
+    b = store.save("same words", dedupe=False)
     assert a["path"] != b["path"]
     assert len(list((vault_path / "memory/stm").glob("same-words-*.md"))) == 2
 

@@ -16,6 +16,9 @@ import click
 from vaultmem import __version__
 from vaultmem.errors import VaultmemError
 
+# Kept here (not imported from store/enrich) so `vaultmem --help` stays light.
+MEMORY_TYPE_CHOICES = ("episodic", "semantic", "preference", "relationship", "procedural", "profile", "core")
+
 
 def _store(vault: str | None, quiet: bool = False) -> Any:
     from vaultmem.config import load_settings, resolve_vault
@@ -128,15 +131,23 @@ def init(path: str | None, vault: str | None, as_json: bool) -> None:
 @click.option("--entity", "-e", "entities", multiple=True, help="Named entity (repeatable).")
 @click.option("--source", help="Where the memory came from, e.g. chat.")
 @click.option("--context", help="What was going on when it was saved.")
-@click.option("--strength", type=click.FloatRange(1.0, 2.0), help="Importance 1.0-2.0 (default 1.0).")
+@click.option("--strength", type=click.FloatRange(1.0, 2.0),
+              help="Importance 1.0-2.0 (default: from the content's markers).")
+@click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPE_CHOICES),
+              help="memory_type (default: classified from the content).")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Extra property (repeatable).")
+@click.option("--allow-duplicate", is_flag=True, help="Save even when a near-identical memory exists.")
 @vault_option
 @output_options
 @handle_errors
 def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source: str | None,
-         context: str | None, strength: float | None, meta: tuple[str, ...], vault: str | None,
-         as_json: bool) -> None:
+         context: str | None, strength: float | None, memory_type: str | None, meta: tuple[str, ...],
+         allow_duplicate: bool, vault: str | None, as_json: bool) -> None:
     """Save a memory as a new note in memory/stm/ and print its id.
+
+    Entities, strength, memory_type, urgency and domain are filled in from the content
+    unless given. Content that looks like a credential is refused (nothing is written);
+    a near-identical memory is reinforced instead of copied (its id is printed).
 
     \b
     Example:
@@ -146,11 +157,14 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 
     store = _store(vault)
     result = store.save(content, tags=tags, entities=list(entities) or None, source=source,
-                        context=context, strength=strength, meta=parse_meta(meta))
+                        context=context, strength=strength, memory_type=memory_type,
+                        meta=parse_meta(meta), dedupe=not allow_duplicate)
     if as_json:
         emit_json(result)
     else:
         click.echo(result["memory_id"])
+        if result.get("status") == "duplicate":
+            click.echo(f"note: {result['message']}", err=True)
 
 
 @cli.command()
@@ -224,6 +238,40 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
         tags_text = ", ".join(item["tags"]) or "-"
         click.echo(f"    {item['id'][:8]} · {item['status']} · tags: {tags_text} · "
                    f"used {item['use_count']}× · {item['age_days']:g} days old · {item['path']}")
+
+
+@cli.command()
+@click.argument("message")
+@click.option("--recall", is_flag=True, help="Ask whether to search memory instead of whether to save.")
+@vault_option
+@output_options
+@handle_errors
+def analyze(message: str, recall: bool, vault: str | None, as_json: bool) -> None:
+    """Should this message be saved (or, with --recall, looked up)? Confidence and suggestions.
+
+    Weighted phrase signals from templates/activation.yaml through a sigmoid: above 0.7
+    act, 0.4-0.7 ask first, below 0.4 leave it.
+
+    \b
+    Example:
+      vaultmem analyze "Remember: I prefer TypeScript over JavaScript"
+      vaultmem analyze --recall "What did I say about TypeScript?" --json
+    """
+    store = _store(vault)
+    result = store.analyze_for_recall(message) if recall else store.analyze_message(message)
+    if as_json:
+        emit_json(result)
+        return
+    if recall:
+        click.echo(f"should_search: {str(result['should_search']).lower()} (confidence {result['confidence']:.2f})")
+        click.echo(f"query:         {result['suggested_query'] or '-'}")
+    else:
+        click.echo(f"should_save: {str(result['should_save']).lower()} (confidence {result['confidence']:.2f})")
+        click.echo(f"strength:    {result['suggested_strength']:g}")
+        click.echo(f"tags:        {', '.join(result['suggested_tags']) or '-'}")
+    pad = 15 if recall else 13
+    click.echo(f"{'entities:':<{pad}}{', '.join(result['suggested_entities']) or '-'}")
+    click.echo(f"{'reasoning:':<{pad}}{result['reasoning']}")
 
 
 @cli.command(name="open")
@@ -390,7 +438,7 @@ def backlinks(ref: str, vault: str | None, as_json: bool) -> None:
 @output_options
 @handle_errors
 def doctor(vault: str | None, as_json: bool) -> None:
-    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies.
+    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies, credentials.
 
     Exits 1 when it finds a problem.
 
@@ -683,6 +731,54 @@ def index_status(vault: str | None, as_json: bool) -> None:
         click.echo(result["message"])
     if not result["clean"]:
         sys.exit(1)
+
+
+@cli.command()
+@click.option("--once", is_flag=True, help="One sync and one maintenance tick, then exit (for cron).")
+@click.option("--status", "show_status", is_flag=True,
+              help="Report whether a watcher runs for the vault, since when, and its last batch. Exits 1 when none runs.")
+@click.option("--verbose", "-v", is_flag=True, help="Debug logging: every batch, every skipped path.")
+@vault_option
+@output_options
+@handle_errors
+def watch(once: bool, show_status: bool, verbose: bool, vault: str | None, as_json: bool) -> None:
+    """Keep the index in step with the vault while you edit it; run gc/promotion on a schedule.
+
+    Runs until Ctrl-C or SIGTERM (it finishes the batch in hand first). One watcher per
+    vault: a second one refuses and names the running PID. Logs go to stderr.
+
+    \b
+    Example:
+      vaultmem watch --verbose
+      vaultmem watch --status
+      vaultmem watch --once        # from cron: */30 * * * * vaultmem watch --once
+    """
+    from vaultmem import watcher
+
+    store = _store(vault)
+    if show_status:
+        result = watcher.watcher_status(store)
+        if as_json:
+            emit_json(result)
+        else:
+            click.echo(result["message"])
+            batch = result["last_batch"]
+            if batch:
+                click.echo(f"last batch: {batch['at']} · indexed {batch['indexed']}, removed {batch['removed']}, "
+                           f"unchanged {batch['unchanged']}, malformed {batch['malformed']} · {batch['seconds']:.3f} s")
+            tick = result["last_maintenance"]
+            if tick:
+                click.echo(f"last maintenance: {tick['at']} · {tick['message']}")
+        if not result["running"]:
+            sys.exit(1)
+        return
+    watcher.configure_logging(verbose)
+    if once:
+        result = watcher.run_once(store)
+        if as_json:
+            emit_json(result)
+        return
+    watcher.serve(store)
 
 
 @cli.command()

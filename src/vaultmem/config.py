@@ -73,6 +73,12 @@ class Settings:
     # search
     search_candidates: int = 100
     decay_weight: float = 0.3
+    # enrichment (enrich.py, activation.py)
+    enable_preprocessing: bool = True  # auto entities/strength/type on save
+    spacy_model: str = ""  # an installed trained pipeline (e.g. en_core_web_sm); "" = rules only
+    dedupe_on_save: bool = True  # a near-identical save reinforces the existing memory
+    duplicate_threshold: float = 0.9  # word-sequence similarity at which a save is a duplicate
+    recall_cooldown_minutes: float = 60.0  # auto-recall reinforces one memory at most this often
     # robustness
     max_note_bytes: int = 5_000_000
     # consolidation pipeline: review actions applied without review ("touch,relate"; empty = none)
@@ -103,7 +109,10 @@ class Settings:
         if not 0 <= self.review_danger_zone_min <= self.review_danger_zone_max:
             raise ConfigError("review_danger_zone_min must be between 0 and review_danger_zone_max, "
                               f"got {self.review_danger_zone_min} and {self.review_danger_zone_max}")
-        for name in ("decay_weight", "tc_fast_weight", "review_blend_ratio", "cross_domain_threshold"):
+        if self.recall_cooldown_minutes < 0:
+            raise ConfigError(f"recall_cooldown_minutes must be 0 or more, got {self.recall_cooldown_minutes}")
+        for name in ("decay_weight", "tc_fast_weight", "review_blend_ratio", "cross_domain_threshold",
+                     "duplicate_threshold"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         for name in ("stm_dir", "ltm_dir", "archive_dir", "blocks_dir", "sessions_dir", "reviews_dir"):

@@ -83,12 +83,32 @@ def conflict_copies(store: "MemoryStore", cat: Catalog) -> list[Problem]:
     return problems
 
 
+def credentials(store: "MemoryStore", cat: Catalog) -> list[Problem]:
+    """Notes holding something credential-like. `save` refuses these; hand-written ones are only flagged."""
+    from vaultmem.secrets import find_secret
+
+    problems = []
+    for rec in store.index.records("kind != 'malformed' ORDER BY path"):
+        try:
+            text = store.vault.abs(rec.path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = find_secret(text)
+        if found is not None:
+            line = text.count("\n", 0, found.start) + 1
+            problems.append({"check": "credential", "path": rec.path, "line": line, "kind": found.kind,
+                             "message": f"{rec.path}:{line}: looks like {found.kind}; "
+                                        "move the credential to a password manager"})
+    return problems
+
+
 CHECKS: list[tuple[str, Check]] = [
     ("broken_links", broken_links),
     ("duplicate_ids", duplicate_ids),
     ("duplicate_names", duplicate_names),
     ("malformed_notes", malformed_notes),
     ("conflict_copies", conflict_copies),
+    ("credentials", credentials),
 ]
 
 

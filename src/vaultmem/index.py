@@ -483,6 +483,22 @@ class Index:
                tags: Sequence[str] = (),
                limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
         """BM25F matches as (path, relevance), best first, and whether that is every match."""
+        for attempt in range(5):
+            try:
+                return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit)
+            except FileNotFoundError:
+                # A writer (the watcher, another CLI call) committed a new generation and
+                # removed the one this reader was opening: open the new one.
+                if self._search is not None:
+                    with contextlib.suppress(Exception):
+                        self._search.close()
+                self._search = self._search_ix = None
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _search_once(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
+                     tags: Sequence[str], limit: int) -> tuple[list[tuple[str, float]], bool]:
         from whoosh import query as Q
         from whoosh.qparser import MultifieldParser, OrGroup
 
@@ -518,7 +534,8 @@ class Index:
             self._search, self._search_ix, self._allowed_cache = ix.searcher(), ix, {}
         elif not self._search.up_to_date():
             # A fresh searcher, not refresh(): whoosh3's refresh crashes when the old reader
-            # was an EmptyReader (an index with no segments yet).
+            # was an EmptyReader (an index with no segments yet), and it keeps the old segment
+            # readers beside the new ones, so an edited note is found by its old text too.
             self._search.close()
             self._search, self._allowed_cache = ix.searcher(), {}
         return self._search

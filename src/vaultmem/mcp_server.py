@@ -249,16 +249,15 @@ def save_memory(
     """
     if meta is not None and len(meta) > 50:
         raise InvalidInput(f"meta has {len(meta)} keys; the limit is 50")
+    from vaultmem.secrets import SecretBlocked
+
     try:
         return store.save(content, tags=tags or (), entities=entities, source=source, context=context,
                           meta=meta, strength=strength)
-    except VaultmemError as exc:
-        if getattr(exc, "code", None) != "SECRET_BLOCKED":
-            raise
+    except SecretBlocked as exc:
         # Mnemosyne's contract: not an error but a status; the secret itself is never returned.
-        # (Keys as the enrichment branch's save_memory: status, error_code, kind, message.)
-        return {"success": False, "status": "blocked_secret", "error_code": "SECRET_BLOCKED",
-                "kind": getattr(exc, "kind", None), "message": str(exc)}
+        return {"success": False, "status": exc.status, "error_code": exc.code, "kind": exc.kind,
+                "message": str(exc)}
 
 
 @tool(writes_vault=False, title="Search memories")

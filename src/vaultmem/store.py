@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from vaultmem import decay
+from vaultmem import decay, secrets
 from vaultmem import note as notes
 from vaultmem.config import Settings, load_settings
 from vaultmem.errors import Ambiguous, InvalidInput, MalformedNote, NotFound, VaultmemError
@@ -28,6 +28,7 @@ STATUS_FILTERS = ("active", "promoted", "archived", "all")
 DEFAULT_STATUSES = ("active", "promoted")
 FRESHNESS_MIDPOINT = 0.3
 TEMPLATE_DIR = Path(__file__).parent / "templates"
+MEMORY_TYPES = ("episodic", "semantic", "preference", "relationship", "procedural", "profile", "core")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _SHORT_ID = re.compile(r"^[0-9a-fA-F]{8}$")
 
@@ -118,14 +119,22 @@ class MemoryStore:
         strength: float | None = None,
         memory_type: str | None = None,
         agent: str | None = None,
+        dedupe: bool = True,
     ) -> dict[str, Any]:
-        """Write a new memory note into the short-term folder and index it."""
+        """Write a new memory note into the short-term folder and index it.
+
+        Order: validate, refuse credentials (`SecretBlocked`, nothing written), reinforce a
+        near-identical memory instead of copying it (`status: duplicate`), fill in what was
+        not given (entities, strength, memory_type, urgency, domain), write, index.
+        """
         self.vault.require()
         content = validate_content(content)
         tags = validate_tags(tags)
-        entities = [e.strip() for e in (entities or []) if e and e.strip()]
+        entities = None if entities is None else [e.strip() for e in entities if e and e.strip()]
         if strength is not None and not (1.0 <= strength <= 2.0):
             raise InvalidInput(f"strength must be between 1.0 and 2.0, got {strength}")
+        if memory_type is not None and memory_type not in MEMORY_TYPES:
+            raise InvalidInput(f"memory_type must be one of {', '.join(MEMORY_TYPES)}, got {memory_type!r}")
         meta = dict(meta or {})
         clash = sorted(set(meta) & set(notes.OWNED_KEYS))
         if clash:
@@ -135,11 +144,38 @@ class MemoryStore:
                 raise InvalidInput(f"meta key {key!r} is not a valid property name")
             if isinstance(value, Mapping):
                 raise InvalidInput(f"meta value for {key!r} must be flat (text, number, list), not a map")
+        secrets.check("\n".join([content, source or "", context or "", agent or "", *tags, *(entities or []),
+                                  *(f"{k}={v}" for k, v in meta.items())]))
+        if dedupe and self.settings.dedupe_on_save:
+            duplicate = self.find_duplicate(content)
+            if duplicate is not None:
+                rec, similarity = duplicate
+                touched = self.touch(rec.id)
+                return {
+                    "success": True,
+                    "status": "duplicate",
+                    "memory_id": rec.id,
+                    "path": rec.path,
+                    "similarity": round(similarity, 4),
+                    "use_count": touched["use_count"],
+                    "message": f"Near-duplicate of {rec.id} (similarity {similarity:.2f}); reinforced it instead",
+                    "has_embedding": False,
+                    "enrichment_applied": False,
+                }
+        enrichment = None
+        entities_given = entities is not None
+        if self.settings.enable_preprocessing:
+            enrichment = self.enricher().enrich(content, entities=entities, strength=strength,
+                                                memory_type=memory_type)
+            meta.setdefault("urgency", enrichment.urgency)
+            meta.setdefault("domain", enrichment.domain)
+            entities, strength, memory_type = enrichment.entities, enrichment.strength, enrichment.memory_type
+        auto_entities = 0 if enrichment is None or entities_given else len(enrichment.entities)
         now = self.now()
         memory = notes.Memory(
             id=str(uuid.uuid4()), content=content, created=now, last_used=now, use_count=0,
             strength=1.0 if strength is None else round(float(strength), 3), status="active",
-            tags=tags, entities=entities, source=source or None, context=context or None,
+            tags=tags, entities=list(entities or []), source=source or None, context=context or None,
             memory_type=memory_type, agent=agent, meta=meta,
         )
         text = notes.render_note(self.template("memory"), memory)
@@ -148,14 +184,70 @@ class MemoryStore:
         rel = f"{folder}/{name}"
         self.vault.create_exclusive(self.vault.abs(rel), text)
         self.index.refresh([rel])
-        return {
+        result: dict[str, Any] = {
             "success": True,
+            "status": "created",
             "memory_id": memory.id,
             "path": rel,
             "message": f"Memory saved with ID: {memory.id}",
             "has_embedding": False,
-            "enrichment_applied": False,
+            "enrichment_applied": enrichment is not None,
         }
+        if enrichment is not None:
+            result.update({
+                "auto_entities": auto_entities,
+                "calculated_strength": memory.strength,
+                "entities": memory.entities,
+                "memory_type": memory.memory_type,
+                "urgency": meta.get("urgency"),
+                "domain": meta.get("domain"),
+                "priority": enrichment.priority,
+            })
+        return result
+
+    def enricher(self) -> Any:
+        """The process-wide enricher for this vault's templates (spaCy loads on first use)."""
+        from vaultmem.enrich import get_enricher
+
+        return get_enricher(self.vault.state_dir / "templates", self.settings.spacy_model)
+
+    # -- natural-language activation (activation.py) ---------------------------------------
+    def analyze_message(self, message: str) -> dict[str, Any]:
+        """Should this message be saved? (`should_save`, `confidence`, suggestions, reasoning)"""
+        from vaultmem.activation import analyze_message
+
+        return analyze_message(message, self.vault.state_dir / "templates", self.settings.spacy_model)
+
+    def analyze_for_recall(self, message: str) -> dict[str, Any]:
+        """Should memory be searched for this message? (`should_search`, `suggested_query`, ...)"""
+        from vaultmem.activation import analyze_for_recall
+
+        return analyze_for_recall(message, self.vault.state_dir / "templates", self.settings.spacy_model)
+
+    def auto_recall_process_message(self, message: str) -> dict[str, Any]:
+        """Reinforce memories related to a message, silently, with a cross-process cooldown."""
+        from vaultmem.activation import auto_recall_process_message
+
+        return auto_recall_process_message(self, message)
+
+    def find_duplicate(self, content: str) -> tuple[Record, float] | None:
+        """A near-identical active memory (see `enrich.similarity`), found through the index."""
+        from vaultmem.enrich import duplicate_query, similarity
+
+        query = duplicate_query(content)
+        if not query:
+            return None
+        hits, _total = self.index.search(query, kinds=("memory",), statuses=DEFAULT_STATUSES, limit=5)
+        records = self.index.by_paths([p for p, _ in hits])
+        best: tuple[Record, float] | None = None
+        for path, _score in hits:
+            rec = records.get(path)
+            if rec is None:
+                continue
+            sim = similarity(content, rec.content)
+            if sim >= self.settings.duplicate_threshold and (best is None or sim > best[1]):
+                best = (rec, sim)
+        return best
 
     def template(self, name: str) -> str:
         """The vault's own template if it has one (`.vaultmem/templates/`), else ours."""

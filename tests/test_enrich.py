@@ -1,0 +1,179 @@
+"""Entities, strength, classification and near-duplicates on save."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from conftest import FIXTURES, invoke
+from vaultmem import enrich
+from vaultmem.enrich import get_enricher, phrase_regex, similarity
+from vaultmem.errors import InvalidInput
+
+SENTENCES = yaml.safe_load((FIXTURES / "entities" / "sentences.yaml").read_text())
+
+
+def test_entity_precision_and_recall_on_the_labelled_set(capsys):
+    assert len(SENTENCES) >= 60
+    extractor = get_enricher()
+    tp = fp = fn = 0
+    for case in SENTENCES:
+        got = {e.lower() for e in extractor.entities(case["text"])}
+        want = {str(e).lower() for e in case["entities"]}
+        tp, fp, fn = tp + len(got & want), fp + len(got - want), fn + len(want - got)
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    with capsys.disabled():
+        print(f"\nentities: precision {precision:.3f}, recall {recall:.3f} on {len(SENTENCES)} sentences")
+    assert precision >= 0.95 and recall >= 0.95
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Zoe prefers cafe meetings", ["Zoe"]),  # a name at the start of a sentence
+    ("Deploys go out on Tuesdays", ["Tuesdays"]),  # "Deploys" is not a name, "go" is not Go
+    ("We write Go at work. Go is fast.", ["Go"]),
+    ("Redis runs on cache.local:6379 and 10.0.0.7", ["Redis", "cache.local:6379", "10.0.0.7"]),
+    ("Mail ops@example.com or see https://wiki.example.com/ops.", ["ops@example.com", "https://wiki.example.com/ops"]),
+    ("Pin node to v20.11.1 on port 3000", ["v20.11.1", "3000"]),
+    ("Meeting moved to 2026-12-01", ["2026-12-01"]),
+    ("i like postgres and typescript", ["Postgres", "TypeScript"]),  # technologies keep their spelling
+])
+def test_entities(text, expected):
+    assert get_enricher().entities(text) == expected
+
+
+def test_spacy_pipeline_is_built_once_per_process():
+    first = get_enricher()
+    first.entities("warm up")
+    extractor = first.extractor
+    assert get_enricher() is first and first.extractor is extractor
+
+
+def test_a_vault_template_overrides_ours(store, vault_path):
+    ours = yaml.safe_load((enrich.TEMPLATE_DIR / "entities.yaml").read_text())
+    ours["technologies"].append("Frobnicator")
+    (vault_path / ".vaultmem/templates").mkdir(parents=True)
+    (vault_path / ".vaultmem/templates/entities.yaml").write_text(yaml.safe_dump(ours))
+    assert store.enricher().entities("the frobnicator broke") == ["Frobnicator"]
+    assert get_enricher().entities("the frobnicator broke") == []
+
+
+@pytest.mark.parametrize("text, strength", [
+    ("Use JWT tokens for authentication in all new APIs", 1.0),  # the seed's example
+    ("Remember: I prefer TypeScript over JavaScript for all new projects", 1.5),  # 1.0 + 0.3 + 0.2
+    ("Critical: never forget to renew the TLS certificate", 1.5),  # critical group counts once
+    ("Critical and important: I prefer to never forget this", 2.0),  # 1.0 + 0.5 + 0.3 + 0.2 = 2.0 cap
+    ("Is it important that we use Redis?", 1.2),  # 1.0 + 0.3 - 0.1 (question)
+    ("Which keyboard do you use?", 1.0),  # never below 1.0; "key" is not in "keyboard"
+])
+def test_strength_markers(text, strength):
+    e = get_enricher()
+    assert e.enrich(text).strength == strength
+
+
+@pytest.mark.parametrize("text, memory_type, urgency, domain", [
+    ("I prefer dark mode in all my apps", "preference", "reference", "personal"),
+    ("To restart the auth service: 1) SSH into prod-01, 2) run systemctl restart auth", "procedural", "reference", "technical"),
+    ("Alice reports to Bob", "relationship", "reference", "general"),
+    ("We migrated the Redis cluster to port 6380 yesterday", "episodic", "reference", "technical"),
+    ("Redis default port is 6379", "semantic", "reference", "technical"),
+    ("Urgent: the production database is out of disk", "semantic", "critical", "technical"),
+    ("The sprint deadline is Friday, don't forget", "semantic", "important", "project"),
+    ("btw the office has a new coffee machine", "semantic", "background", "personal"),
+])
+def test_classification(text, memory_type, urgency, domain):
+    result = get_enricher().enrich(text)
+    assert (result.memory_type, result.urgency, result.domain) == (memory_type, urgency, domain)
+
+
+def test_priority_is_urgency_times_domain():
+    c = get_enricher().classifier
+    assert c.priority("critical", "technical") == 1.0
+    assert c.priority("background", "general") == 0.2
+
+
+def test_phrases_match_on_word_boundaries():
+    rx = phrase_regex(["key", "i prefer"])
+    assert rx.search("the key is here") and rx.search("I  prefer tea")
+    assert not rx.search("keyboard") and not rx.search("monkey") and not rx.search("hi preferences")
+
+
+def test_save_fills_in_entities_strength_and_classification(store, vault_path):
+    result = store.save("Remember: I prefer TypeScript over JavaScript for all new projects")
+    assert result["enrichment_applied"] is True and result["status"] == "created"
+    assert result["auto_entities"] == 2 and result["calculated_strength"] == 1.5
+    text = (vault_path / result["path"]).read_text()
+    assert "memory_type: preference\n" in text and "strength: 1.5\n" in text
+    assert "entities:\n  - TypeScript\n  - JavaScript\n" in text
+    assert text.endswith("urgency: important\ndomain: technical\n---\nRemember: I prefer TypeScript over "
+                         "JavaScript for all new projects\n")
+    hits = store.search("typescript")["results"]
+    assert [h["id"] for h in hits] == [result["memory_id"]] and hits[0]["memory_type"] == "preference"
+
+
+def test_given_values_win(store, vault_path):
+    result = store.save("Remember: I prefer TypeScript", entities=["lang"], strength=1.1,
+                        memory_type="core", meta={"domain": "knowledge"})
+    assert result["auto_entities"] == 0
+    text = (vault_path / result["path"]).read_text()
+    assert "entities:\n  - lang\n" in text and "strength: 1.1\n" in text and "memory_type: core\n" in text
+    assert "domain: knowledge\n" in text
+
+
+def test_unknown_memory_type_is_refused(store):
+    with pytest.raises(InvalidInput, match="^memory_type must be one of episodic, semantic, preference, "
+                                           "relationship, procedural, profile, core, got 'fact'$"):
+        store.save("x", memory_type="fact")
+
+
+def test_enrichment_can_be_turned_off(store, vault_path):
+    store.settings.enable_preprocessing = False
+    result = store.save("Remember: I prefer TypeScript")
+    assert result["enrichment_applied"] is False
+    assert "entities: []\n" in (vault_path / result["path"]).read_text()
+
+
+def test_cli_save_entity_and_type_override(runner, vault_path):
+    data = json.loads(invoke(runner, "save", "Deploys go out on Tuesdays", "-e", "deploys", "--type",
+                             "procedural", "--json").output)
+    assert data["entities"] == ["deploys"] and data["memory_type"] == "procedural"
+    bad = invoke(runner, "save", "x", "--type", "fact")
+    assert bad.exit_code == 2 and "'fact' is not one of" in bad.output
+
+
+# -- near-duplicates --------------------------------------------------------------------------
+
+
+def test_similarity_measure():
+    assert similarity("Use JWT for auth.", "use jwt for AUTH") == 1.0
+    assert similarity("The meeting is at 3pm on Friday", "The meeting is at 4pm on Friday") == 0.0
+    assert similarity("Deploys go out on Tuesdays after standup", "Deploys go out on Tuesdays") == pytest.approx(10 / 12)
+    long = "Postgres connection pool max twenty connections idle timeout thirty seconds for the orders service"
+    assert similarity(long + " please", long) == pytest.approx(28 / 29)  # 14 of 15 words
+
+
+def test_a_near_identical_save_reinforces_the_existing_memory(store, vault_path, clock):
+    first = store.save("Postgres connection pool: max 20 connections, idle timeout 30s for the orders service")
+    clock.advance(hours=2)
+    again = store.save("postgres connection pool - max 20 connections; idle timeout 30s for the orders service!")
+    assert again["status"] == "duplicate" and again["memory_id"] == first["memory_id"]
+    assert again["similarity"] == 1.0 and again["use_count"] == 1
+    assert again["message"] == f"Near-duplicate of {first['memory_id']} (similarity 1.00); reinforced it instead"
+    assert len(list((vault_path / "memory/stm").glob("*.md"))) == 1
+    assert "last_used: 2026-11-22T12:15:00Z\n" in (vault_path / first["path"]).read_text()
+
+
+def test_a_changed_fact_is_not_a_duplicate(store, vault_path):
+    store.save("The weekly sync is at 3pm on Friday in room 4")
+    other = store.save("The weekly sync is at 4pm on Friday in room 4")
+    assert other["status"] == "created"
+    assert len(list((vault_path / "memory/stm").glob("*.md"))) == 2
+
+
+def test_allow_duplicate_saves_a_copy(runner, vault_path):
+    invoke(runner, "save", "Deploys go out on Tuesdays")
+    dup = invoke(runner, "save", "Deploys go out on Tuesdays")
+    assert dup.exit_code == 0 and "note: Near-duplicate of" in dup.stderr
+    invoke(runner, "save", "Deploys go out on Tuesdays", "--allow-duplicate")
+    assert len(list((vault_path / "memory/stm").glob("*.md"))) == 2

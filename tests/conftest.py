@@ -40,6 +40,9 @@ def _isolated_env(monkeypatch, tmp_path):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("VAULTMEM_NOW", NOW.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    # The default suite never loads the embedding model, even where the extra is installed;
+    # tests marked `embeddings` switch it on (run them with `pytest -m embeddings`).
+    monkeypatch.setenv("VAULTMEM_EMBEDDINGS", "off")
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 from vaultmem.mcp_server import build_server, registered
 
 ID = "00000001-0000-4000-8000-000000000000"
-ID_PARAMS = {"memory_id", "memory_ids", "from_memory_id", "to_memory_id", "cluster_id"}
+ID_PARAMS = {"memory_id", "memory_ids", "from_memory_id", "to_memory_id", "cluster_id", "memoryId"}
 # Valid values for required parameters, so each case breaks exactly one parameter.
 BASE_ARGS: dict[str, dict[str, Any]] = {
     "save_memory": {"content": "a harmless fact"},
@@ -32,6 +32,14 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "analyze_message": {"message": "I prefer tea"},
     "analyze_for_recall": {"message": "what did I say about tea?"},
     "auto_recall_process_message": {"message": "tea"},
+    # Mnemosyne tools
+    "memory_recall": {"query": "deploy host"},
+    "memory_store": {"text": "a harmless fact"},
+    "memory_block_get": {"name": "project_status"},
+    "memory_block_set": {"name": "project_status", "content": "green"},
+    "memory_feedback": {"signal": "positive", "memoryId": ID},
+    "memory_toma": {"agentId": "devops-agent", "topic": "deploys"},
+    "agent_end": {"transcript": "User: hi\nAssistant: hello"},
 }
 # A value of each JSON type; a parameter gets the first whose type it does not accept.
 WRONG: list[tuple[set[str], Any]] = [({"integer", "number"}, 12345), ({"string"}, "many"), ({"object"}, {"a": 1})]

@@ -20,12 +20,15 @@ from vaultmem.store import MemoryStore
 ENRICH = callable(getattr(MemoryStore, "analyze_message", None))  # the enrichment area is on main
 needs_enrich = pytest.mark.skipif(not ENRICH, reason="the enrichment area (analyze_*, secret filter) is not on main yet")
 ENRICH_WRITING = {"auto_recall_process_message"} if ENRICH else set()
+MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store",
+                     "before_agent_start", "agent_end"}
+MNEMOSYNE_READING = {"memory_block_get", "memory_toma"}
 ENRICH_READING = {"analyze_message", "analyze_for_recall"} if ENRICH else set()
 
 WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
-           "create_relation"} | ENRICH_WRITING
+           "create_relation"} | ENRICH_WRITING | MNEMOSYNE_WRITING
 READING = {"search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph",
-           "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"} | ENRICH_READING
+           "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"} | ENRICH_READING | MNEMOSYNE_READING
 
 
 @pytest.fixture

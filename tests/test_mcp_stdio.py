@@ -18,12 +18,15 @@ from vaultmem.store import MemoryStore
 ENRICH = callable(getattr(MemoryStore, "analyze_message", None))  # the enrichment area is on main
 needs_enrich = pytest.mark.skipif(not ENRICH, reason="the enrichment area (analyze_*, secret filter) is not on main yet")
 ENRICH_WRITING = {"auto_recall_process_message"} if ENRICH else set()
+MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store",
+                     "before_agent_start", "agent_end"}
+MNEMOSYNE_READING = {"memory_block_get", "memory_toma"}
 ENRICH_READING = {"analyze_message", "analyze_for_recall"} if ENRICH else set()
 
 WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
-           "create_relation"} | ENRICH_WRITING
+           "create_relation"} | ENRICH_WRITING | MNEMOSYNE_WRITING
 ALL_TOOLS = WRITING | {"search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph",
-                       "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"} | ENRICH_READING
+                       "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"} | ENRICH_READING | MNEMOSYNE_READING
 
 
 def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
@@ -31,6 +34,7 @@ def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
     from mcp.client.stdio import stdio_client
 
     env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "HOME": os.environ["HOME"],
+           "VAULTMEM_EMBEDDINGS": os.environ.get("VAULTMEM_EMBEDDINGS", "off"),
            "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ")}
     params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault), *extra],
                                    env=env)
@@ -246,7 +250,7 @@ def test_docs_walkthrough_is_the_real_output(vault_path):
     root = Path(__file__).resolve().parent.parent
     (vault_path / "Projects").mkdir()
     (vault_path / "Projects/Apollo.md").write_text("# Apollo\nApollo stores orders in PostgreSQL; migrations run with Alembic.\n")
-    env = {**os.environ, "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    env = {**os.environ, "VAULTMEM_EMBEDDINGS": "off", "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ")}
     proc = subprocess.run([sys.executable, str(root / "examples/mcp_walkthrough.py"), str(vault_path)],
                           capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr

@@ -120,3 +120,8 @@ def test_hand_written_notes_are_indexed_and_flagged_by_doctor(runner, vault_path
     note.write_text("# Ops\n\nUse the password manager.\n")
     clean = invoke(runner, "doctor")
     assert clean.exit_code == 0 and clean.output == "No problems found\n"
+
+
+@pytest.mark.parametrize("text", ["password is 1Password", "the password is in Bitwarden", "password: KeePassXC"])
+def test_naming_the_password_manager_is_not_a_password(text):
+    assert find_secret(text) is None  # found by hypothesis: "password is 1Password" was blocked

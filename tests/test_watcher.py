@@ -179,8 +179,9 @@ def test_folder_rename_moves_its_notes(vault_path, running, reader):
     (vault_path / "projects/plan.md").write_text("# Plan\nbuild the kayak\n", encoding="utf-8")
     running()
     os.rename(vault_path / "projects", vault_path / "work")
-    wait_for(lambda: hits(reader, "kayak") == ["work/plan.md"], what="the renamed folder")
-    assert reader.index.get("projects/plan.md") is None
+    # Whoosh commits before the catalog (crash safety), so wait for both to show the move
+    wait_for(lambda: hits(reader, "kayak") == ["work/plan.md"] and reader.index.get("projects/plan.md") is None,
+             what="the renamed folder")
 
 
 def test_broken_yaml_is_reported_and_the_watcher_goes_on(vault_path, running, reader, caplog):
@@ -251,7 +252,9 @@ def test_ignored_paths_never_reach_the_index(vault_path, running, reader):
     (vault_path / "memory/stm/sentinel.md").write_text(note_text("sentinel"), encoding="utf-8")
     wait_for(lambda: reader.index.get("memory/stm/sentinel.md"), what="the sentinel note")
     assert [rec.path for rec in reader.index.records()] == ["memory/stm/sentinel.md"]
-    assert r.watcher.counts["indexed"] == 1
+    # the sentinel may be indexed twice (create, then modify, in separate batches under load);
+    # none of the ignored files ever is
+    assert 1 <= r.watcher.counts["indexed"] <= 2
 
 
 @pytest.mark.parametrize("rel, expected", [
@@ -466,3 +469,17 @@ def test_watch_once_applies_gc_when_configured(runner, vault_path, monkeypatch):
     assert data["maintenance"]["applied"] == {"gc": True, "promote": False}
     assert (vault_path / "memory/archive/old-22222222.md").is_file()
     assert data["message"].startswith("Synced 1 changed and 0 removed notes; maintenance: Archived 1 low-scoring")
+
+
+def test_ticking_a_review_box_in_obsidian_is_applied_by_the_watcher(vault_path, running, store, clock):
+    from test_consolidate import build  # the pipeline tests' data: two near-duplicates, ...
+
+    build(store, clock)
+    rel = store.pipeline_run()["review_note"]
+    path = vault_path / rel
+    text = path.read_text()
+    line = next(line for line in text.splitlines() if "%%vaultmem:merge:" in line)
+    running()
+    path.write_text(text.replace(line, line.replace("- [ ]", "- [x]", 1)))
+    wait_for(lambda: "%%vaultmem-done:merge:" in path.read_text(), what="the ticked merge applied")
+    assert path.read_text().count("%%vaultmem-done:") == 1

@@ -189,6 +189,11 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 @click.option("--preview-length", type=click.IntRange(0, 5000), default=300, show_default=True,
               help="--unified: characters of content shown (0 = all).")
 @click.option("--verbose", "-v", is_flag=True, help="--unified: show ids and paths.")
+@click.option("--lexical", "mode", flag_value="lexical", help="Words only (BM25F).")
+@click.option("--semantic", "mode", flag_value="semantic",
+              help="Meaning only (embeddings; needs vaultmem[embeddings]).")
+@click.option("--hybrid", "mode", flag_value="hybrid",
+              help="Words and meaning fused (default when embeddings are installed and backfilled).")
 @vault_option
 @output_options
 @quiet_option
@@ -196,17 +201,20 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | None,
            min_score: float | None, status: str | None, no_review: bool, unified: bool, limit: int,
            stm_weight: float, ltm_weight: float, page: int, page_size: int, preview_length: int,
-           verbose: bool, vault: str | None, as_json: bool, quiet: bool) -> None:
-    """Search memories: BM25F relevance blended with the decay score.
+           verbose: bool, mode: str | None, vault: str | None, as_json: bool, quiet: bool) -> None:
+    """Search memories: relevance blended with the decay score.
 
     Words are OR-ed (more matching words rank higher); use "quotes" for a phrase,
     AND/OR/NOT and parentheses for structure. With no query, lists memories by score.
     Matches due for review are blended in and marked "review".
+    --semantic ranks by meaning, --hybrid fuses both (score fusion, see docs/retrieval.md); both need
+    the embeddings extra (pip install "vaultmem[embeddings]").
 
     \b
     Example:
       vaultmem search "authentication" --top-k 5 --tag auth
       vaultmem search "architecture" --unified --page 2 --verbose
+      vaultmem search "how do we log in to the API" --hybrid
     """
     store = _store(vault, quiet=quiet or as_json)
     if unified:
@@ -221,7 +229,8 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
             click.echo(result["text"])
         return
     result = store.search(query, tags=tags, top_k=top_k, window_days=window_days,
-                          min_score=min_score, status=status, include_review_candidates=not no_review)
+                          min_score=min_score, status=status, include_review_candidates=not no_review,
+                          mode=mode)
     warn_malformed(store, quiet or as_json)
     if as_json:
         emit_json(result)
@@ -238,6 +247,36 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
         tags_text = ", ".join(item["tags"]) or "-"
         click.echo(f"    {item['id'][:8]} · {item['status']} · tags: {tags_text} · "
                    f"used {item['use_count']}× · {item['age_days']:g} days old · {item['path']}")
+
+
+@cli.command(name="backfill-embeddings")
+@click.option("--limit", type=click.IntRange(1, 10_000), help="Embed at most N memories.")
+@click.option("--force", is_flag=True, help="Re-embed memories that already have a current vector.")
+@click.option("--dry-run", is_flag=True, help="Only count what would be embedded.")
+@vault_option
+@output_options
+@quiet_option
+@handle_errors
+def backfill_embeddings(limit: int | None, force: bool, dry_run: bool, vault: str | None, as_json: bool,
+                        quiet: bool) -> None:
+    """Compute embedding vectors for memories that lack a current one (needs vaultmem[embeddings]).
+
+    \b
+    Example:
+      vaultmem backfill-embeddings --dry-run
+      vaultmem backfill-embeddings --limit 500
+    """
+    progress = None
+    if not (quiet or as_json) and sys.stderr.isatty():
+        def progress(items: Iterable[Any], length: int) -> Iterator[Any]:
+            with click.progressbar(items, length=length, label="Embedding memories", file=sys.stderr) as bar:
+                yield from bar
+
+    result = _store(vault).backfill_embeddings(limit=limit, force=force, dry_run=dry_run, progress=progress)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result["message"])
 
 
 @cli.command()
@@ -939,9 +978,10 @@ def pipeline_apply_review(file: str | None, vault: str | None, as_json: bool) ->
 
 @cli.command()
 @click.option("--read-only", is_flag=True, help="Register no tool that changes the vault (search/open only).")
+@click.option("--agent", envvar="VAULTMEM_AGENT", help="This assistant's agent id (default: $VAULTMEM_AGENT).")
 @vault_option
 @handle_errors
-def mcp(read_only: bool, vault: str | None) -> None:
+def mcp(read_only: bool, agent: str | None, vault: str | None) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code, Cursor).
 
     stdout carries only protocol frames; logs go to stderr. See docs/mcp.md for client setup.
@@ -953,9 +993,13 @@ def mcp(read_only: bool, vault: str | None) -> None:
     """
     store = _store(vault, quiet=True)
     store.vault.require()
+    store.agent = agent or None
     from vaultmem.mcp_server import serve
 
     serve(store, read_only=read_only)
+
+
+from vaultmem import cli_mnemosyne  # noqa: E402,F401  (registers recall, forget, block, ...)
 
 
 def main() -> None:

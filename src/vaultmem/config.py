@@ -73,6 +73,9 @@ class Settings:
     # search
     search_candidates: int = 100
     decay_weight: float = 0.3
+    embeddings: str = "auto"  # auto (when the extra is installed) | on | off
+    hybrid_fusion: str = "score"  # score (0.5 BM25F/best + 0.5 cosine/best) | rrf
+    rrf_k: int = 60
     # enrichment (enrich.py, activation.py)
     enable_preprocessing: bool = True  # auto entities/strength/type on save
     spacy_model: str = ""  # an installed trained pipeline (e.g. en_core_web_sm); "" = rules only
@@ -94,7 +97,11 @@ class Settings:
             raise ConfigError(
                 f"decay_model {self.decay_model!r} is unknown; use one of {', '.join(DECAY_MODELS)}"
             )
-        positive = ("pl_alpha", "pl_halflife_days", "decay_lambda", "tc_lambda_fast",
+        if self.embeddings not in ("auto", "on", "off"):
+            raise ConfigError(f"embeddings must be auto, on or off, got {self.embeddings!r}")
+        if self.hybrid_fusion not in ("rrf", "score"):
+            raise ConfigError(f"hybrid_fusion must be rrf or score, got {self.hybrid_fusion!r}")
+        positive = ("rrf_k", "pl_alpha", "pl_halflife_days", "decay_lambda", "tc_lambda_fast",
                     "tc_lambda_slow", "search_candidates", "max_note_bytes", "actr_time_unit_s",
                     "actr_rate_critical", "actr_rate_important", "actr_rate_reference",
                     "actr_rate_background", "access_history_size", "maintenance_interval")

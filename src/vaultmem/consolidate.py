@@ -70,9 +70,9 @@ def build_vectors(records: Sequence[Record], embed: Embedder | None = None) -> l
     if embed is not None:
         dense = embed(records)
         return [_normalise({f"d{i}": float(x) for i, x in enumerate(row) if x}) for row in dense]
-    from vaultmem.index import _analyzer
+    from vaultmem.analysis import analyzer as make_analyzer
 
-    analyzer = _analyzer()
+    analyzer = make_analyzer(search=False)  # the chain its thresholds were tuned on
     counts = [_terms(rec, analyzer) for rec in records]
     df: Counter[str] = Counter()
     for c in counts:

@@ -38,3 +38,7 @@ class ConfigError(VaultmemError):
 
 class ConflictError(VaultmemError):
     """A concurrent change won a race (e.g. a block version check)."""
+
+
+class MissingExtra(VaultmemError):
+    """An optional feature needs an extra that is not installed (e.g. vaultmem[embeddings])."""

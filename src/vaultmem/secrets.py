@@ -120,6 +120,8 @@ _PLACEHOLDER = re.compile(
         [\w.]+\(.*
     )$""")
 # an attribute or variable reference in code (settings.SECRET_KEY), not a literal
+_PASSWORD_MANAGERS = {"1password", "bitwarden", "keepass", "keepassxc", "lastpass", "dashlane",
+                      "keychain", "vault", "pass", "nordpass", "protonpass", "enpass"}
 _REFERENCE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 # prose words that follow "password:" / "token:" without being a value
 _PROSE_VALUE = re.compile(r"^[a-z]+[.!?]?$")
@@ -194,8 +196,8 @@ def _assignment(m: re.Match[str]) -> Finding | None:
     quoted = bool(m.group("q"))
     if _is_placeholder(value) or len(value) < 4:
         return None
-    if not quoted and _REFERENCE.match(value):
-        return None
+    if not quoted and (_REFERENCE.match(value) or value.lower().rstrip(".,;!?") in _PASSWORD_MANAGERS):
+        return None  # "the password is in 1Password": where it is kept, not what it is
     is_password = bool(re.search(r"pass|pwd", name))
     kind = "password_assignment" if is_password else "secret_assignment"
     if op in ("is", "was"):

@@ -482,6 +482,8 @@ class Watcher:
             except Exception as again:
                 log.exception("full sync failed too: %s; will retry on the next change", again)
                 return {"indexed": 0, "removed": 0, "skipped": 0, "malformed": [], "error": str(again)}
+        self._apply_reviews(result.get("paths", []))
+        self._embed(result.get("paths", []))
         seconds = time.perf_counter() - t0
         self._trim_heap()
         for item in result["malformed"]:
@@ -507,6 +509,29 @@ class Watcher:
             with contextlib.suppress(OSError):
                 self._save_status()
         return result
+
+    def _embed(self, paths: list[str]) -> None:
+        """Keep vectors fresh for edited memories (only when the embeddings extra is enabled)."""
+        if not paths:
+            return
+        try:
+            self.store.embed_paths(paths)
+        except Exception as exc:  # a model problem must not stop indexing
+            log.warning("could not refresh embeddings for %d notes: %s", len(paths), exc)
+
+    def _apply_reviews(self, paths: list[str]) -> None:
+        """A person ticked boxes in a review note: carry out the ticked proposals once."""
+        folder = self.vault.settings.reviews_dir.strip("/") + "/"
+        for rel in paths:
+            if not rel.startswith(folder) or not (self.vault.root / rel).is_file():
+                continue
+            try:
+                outcome = self.store.apply_review(rel)
+            except Exception as exc:  # a half-edited review note must not stop the daemon
+                log.warning("could not apply review %s: %s", rel, exc)
+                continue
+            if outcome.get("applied") or outcome.get("failed"):
+                log.info("review %s: %s", rel, outcome.get("message", "applied"))
 
     def _trim_heap(self) -> None:
         """Give freed memory back to the OS now and then, so a long-lived daemon stays flat.
@@ -673,6 +698,7 @@ def configure_logging(verbose: bool) -> None:
 
 def serve(store: Any, install_signals: bool = True) -> None:
     """`vaultmem watch`: run until SIGINT/SIGTERM, finishing the batch in hand."""
+    store.long_lived = True  # embeddings (when installed) stay warm and follow edits
     watcher = Watcher(store)
     if install_signals:
         import signal

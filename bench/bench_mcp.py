@@ -65,23 +65,34 @@ async def measure(vault: Path, calls: int) -> list[tuple[str, list[float]]]:
                 rows.append(("first search_memory (opens the index)", [time.perf_counter() - first]))
                 ids = [r["id"] for r in found.structured_content["results"]]
                 rng = random.Random(1)
-                cases = [
-                    ("search_memory (1-3 words, top_k 10)", lambda: {"query": " ".join(rng.sample(WORDS, rng.randint(1, 3)))}),
-                    ("search_memory (no query: by score)", lambda: {"top_k": 10}),
-                    ("open_memories (3 ids)", lambda: {"memory_ids": ids[:3]}),
-                    ("touch_memory", lambda: {"memory_id": rng.choice(ids)}),
-                    ("save_memory", lambda: {"content": "bench " + " ".join(rng.sample(WORDS, 6)), "tags": ["bench"]}),
-                    ("get_performance_metrics", lambda: {}),
+                heavy = max(1, calls // 10)
+                cases = [  # (label, tool, arguments, calls)
+                    ("search_memory (1-3 words, top_k 10)", "search_memory",
+                     lambda: {"query": " ".join(rng.sample(WORDS, rng.randint(1, 3)))}, calls),
+                    ("search_memory (no query: by score)", "search_memory", lambda: {"top_k": 10}, calls),
+                    ("search_unified (1-3 words)", "search_unified",
+                     lambda: {"query": " ".join(rng.sample(WORDS, rng.randint(1, 3)))}, calls),
+                    ("open_memories (3 ids)", "open_memories", lambda: {"memory_ids": ids[:3]}, calls),
+                    ("touch_memory", "touch_memory", lambda: {"memory_id": rng.choice(ids)}, calls),
+                    ("observe_memory_usage (2 ids)", "observe_memory_usage",
+                     lambda: {"memory_ids": rng.sample(ids, 2), "context_tags": ["bench"]}, calls),
+                    ("save_memory", "save_memory",
+                     lambda: {"content": "bench " + " ".join(rng.sample(WORDS, 6)), "tags": ["bench"]}, calls),
+                    ("read_graph (page of 10)", "read_graph", lambda: {"page_size": 10}, calls),
+                    ("gc (dry run)", "gc", lambda: {}, heavy),
+                    ("promote_memory (auto_detect, dry run)", "promote_memory",
+                     lambda: {"auto_detect": True, "dry_run": True}, heavy),
+                    ("cluster_memories", "cluster_memories", lambda: {}, heavy),
+                    ("get_performance_metrics", "get_performance_metrics", lambda: {}, calls),
                 ]
-                names = {"search_memory (1-3 words, top_k 10)": "search_memory",
-                         "search_memory (no query: by score)": "search_memory",
-                         "open_memories (3 ids)": "open_memories", "touch_memory": "touch_memory",
-                         "save_memory": "save_memory", "get_performance_metrics": "get_performance_metrics"}
-                for label, args in cases:
+                available = {t.name for t in (await session.list_tools()).tools}
+                for label, name, args, n_calls in cases:
+                    if name not in available:
+                        continue
                     times = []
-                    for _ in range(calls):
+                    for _ in range(n_calls):
                         t0 = time.perf_counter()
-                        result = await session.call_tool(names[label], args())
+                        result = await session.call_tool(name, args())
                         times.append(time.perf_counter() - t0)
                         assert not result.is_error, result.content[0].text
                     rows.append((label, times))
@@ -91,7 +102,7 @@ async def measure(vault: Path, calls: int) -> list[tuple[str, list[float]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000, help="memories in the vault (default 10000)")
-    parser.add_argument("--calls", type=int, default=50, help="calls per tool (default 50)")
+    parser.add_argument("--calls", type=int, default=50, help="calls per tool (default 50; gc, promote and cluster get a tenth)")
     parser.add_argument("--vault", type=Path, help="reuse/create the vault here instead of a temp folder")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

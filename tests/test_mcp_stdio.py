@@ -10,13 +10,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import NOW
+import pytest
 
-ALL_TOOLS = {"save_memory", "search_memory", "touch_memory", "open_memories", "backfill_embeddings",
-             "get_performance_metrics", "reset_performance_metrics", "read_graph", "create_relation"}
+from conftest import NOW
+from vaultmem.store import MemoryStore
+
+ENRICH = callable(getattr(MemoryStore, "analyze_message", None))  # the enrichment area is on main
+needs_enrich = pytest.mark.skipif(not ENRICH, reason="the enrichment area (analyze_*, secret filter) is not on main yet")
+ENRICH_WRITING = {"auto_recall_process_message"} if ENRICH else set()
 MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store",
                      "before_agent_start", "agent_end"}
-ALL_TOOLS |= MNEMOSYNE_WRITING | {"memory_block_get", "memory_toma"}
+MNEMOSYNE_READING = {"memory_block_get", "memory_toma"}
+ENRICH_READING = {"analyze_message", "analyze_for_recall"} if ENRICH else set()
+
+WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
+           "create_relation"} | ENRICH_WRITING | MNEMOSYNE_WRITING
+ALL_TOOLS = WRITING | {"search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph",
+                       "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"} | ENRICH_READING | MNEMOSYNE_READING
 
 
 def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
@@ -101,7 +111,7 @@ def test_read_only_server_offers_no_writing_tool(vault_path, tmp_path):
         return tools, attempt
 
     tools, attempt = session_run(vault_path, scenario, "--read-only", errlog=tmp_path / "err.txt")
-    assert tools == ALL_TOOLS - {"save_memory", "touch_memory", "create_relation"} - MNEMOSYNE_WRITING
+    assert tools == ALL_TOOLS - WRITING
     assert attempt.is_error and attempt.content[0].text == "Unknown tool: save_memory"
     assert list((vault_path / "memory/stm").iterdir()) == []
 
@@ -140,3 +150,188 @@ def test_mcp_on_a_missing_vault_fails_before_serving(tmp_path):
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr == f"Error: vault {tmp_path / 'nope'} does not exist; run `vaultmem init {tmp_path / 'nope'}` first\n"
+
+
+def _note(vault: Path, folder: str, name: str, n: int, content: str, age: str, use_count: int = 0) -> Path:
+    status = {"stm": "active", "ltm": "promoted"}[folder]
+    path = vault / "memory" / folder / f"{name}.md"
+    path.write_text(f"---\nid: {n:08x}-0000-4000-8000-000000000000\ncreated: {age}\nlast_used: {age}\n"
+                    f"use_count: {use_count}\nstrength: 1.0\nstatus: {status}\ntags:\n  - ops\n---\n{content}\n")
+    return path
+
+
+def test_lifecycle_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
+    stale = _note(vault_path, "stm", "stale-deploy-host", 1, "Deploy host was ci-old", "2026-03-01T00:00:00Z")
+    older = _note(vault_path, "stm", "older-deploy-host", 2, "Deploy host was ci-older", "2026-01-01T00:00:00Z")
+    used = _note(vault_path, "stm", "deploy-day", 3, "Deploys go out on Tuesdays", "2026-11-21T10:15:00Z", 2)
+    (vault_path / "Runbook.md").write_text("# Runbook\nDeploys need a green build.\n")
+    stale_text = stale.read_text()
+
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"instructions": init.instructions}
+        out["unified"] = data(await s.call_tool("search_unified", {"query": "deploys", "preview_length": 0}))
+        out["bad_unified"] = await s.call_tool("search_unified", {"limit": 101})
+        out["observe"] = data(await s.call_tool("observe_memory_usage", {"memory_ids": ["00000003"],
+                                                                         "context_tags": ["release"]}))
+        out["bad_observe"] = await s.call_tool("observe_memory_usage", {"memory_ids": ["a\x00b"]})
+        out["gc_preview"] = data(await s.call_tool("gc", {}))
+        out["gc_archive"] = data(await s.call_tool("gc", {"dry_run": False, "archive_instead": True, "limit": 1}))
+        out["gc_trash"] = data(await s.call_tool("gc", {"dry_run": False}))
+        out["bad_gc"] = await s.call_tool("gc", {"dry_run": False, "limit": -5})
+        out["promote"] = data(await s.call_tool("promote_memory", {"memory_id": "deploy-day"}))
+        out["bad_promote"] = await s.call_tool("promote_memory", {"memory_id": "deploy-day", "target": "/tmp"})
+        out["review"] = data(await s.call_tool("search_memory", {"query": "deploys",
+                                                                 "include_review_candidates": False}))
+        return out
+
+    out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
+    assert "observe_memory_usage with the ids" in out["instructions"]
+    assert [(r["source"], r["path"]) for r in out["unified"]["results"]] == [
+        ("stm", "memory/stm/deploy-day.md"), ("stm", "memory/stm/stale-deploy-host.md"),
+        ("stm", "memory/stm/older-deploy-host.md"), ("vault", "Runbook.md")]
+    assert out["bad_unified"].is_error and "limit: Input should be less than or equal to 100" in (
+        out["bad_unified"].content[0].text)
+    assert out["observe"]["results"][0] == {"id": "00000003-0000-4000-8000-000000000000", "status": "reinforced",
+                                            "cross_domain": True, "new_use_count": 3, "new_review_count": 1,
+                                            "strength": 1.05}
+    assert out["bad_observe"].content[0].text == "Error: memory_ids contains a NUL byte; pass plain text"
+    assert (out["gc_preview"]["dry_run"], out["gc_preview"]["total_affected"]) == (True, 2)
+    assert out["gc_archive"]["memory_ids"] == ["00000002-0000-4000-8000-000000000000"]
+    assert out["gc_trash"]["memory_ids"] == ["00000001-0000-4000-8000-000000000000"]
+    assert out["bad_gc"].is_error and "limit: Input should be greater than or equal to 1" in (
+        out["bad_gc"].content[0].text)
+    assert out["promote"]["promoted_ids"] == ["00000003-0000-4000-8000-000000000000"]
+    assert out["bad_promote"].content[0].text == (
+        'Error: target must be "obsidian" (vaultmem promotes within the vault), got \'/tmp\'')
+    assert [r["path"] for r in out["review"]["results"]] == ["memory/ltm/deploy-day.md"]
+    # files on disk: one archived, one in Obsidian's trash (unchanged), one promoted; none unlinked
+    assert not older.exists() and "status: archived\n" in (vault_path / "memory/archive/older-deploy-host.md").read_text()
+    assert not stale.exists() and (vault_path / ".trash/stale-deploy-host.md").read_text() == stale_text
+    promoted = (vault_path / "memory/ltm/deploy-day.md").read_text()
+    assert not used.exists() and "use_count: 3\nstrength: 1.05\nstatus: promoted\n" in promoted
+    assert "review_count: 1\n" in promoted and promoted.endswith("---\nDeploys go out on Tuesdays\n")
+    assert list((vault_path / "memory/stm").iterdir()) == []
+
+
+def test_consolidation_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
+    day = "2026-11-22T09:00:00Z"
+    _note(vault_path, "stm", "pg1", 40, "The staging database runs PostgreSQL 16 on port 5433.", day, 1)
+    _note(vault_path, "stm", "pg2", 41, "The staging database runs PostgreSQL 16 on port 5433.", day, 4)
+    _note(vault_path, "stm", "coffee", 42, "The office coffee machine is on the third floor.", day)
+
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["clusters"] = data(await s.call_tool("cluster_memories", {"threshold": 0.9}))
+        out["bad_cluster"] = await s.call_tool("cluster_memories", {"max_cluster_size": "big"})
+        cid = out["clusters"]["clusters"][0]["id"]
+        out["bad_consolidate"] = await s.call_tool("consolidate_memories", {"cluster_id": cid, "mode": "merge"})
+        out["applied"] = data(await s.call_tool("consolidate_memories", {"cluster_id": cid, "mode": "apply"}))
+        out["again"] = await s.call_tool("consolidate_memories", {"cluster_id": cid, "mode": "apply"})
+        return out
+
+    out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
+    assert out["clusters"]["clusters"][0]["memory_ids"] == ["00000028-0000-4000-8000-000000000000",
+                                                            "00000029-0000-4000-8000-000000000000"]
+    assert out["bad_cluster"].is_error and "max_cluster_size: Input should be a valid integer" in (
+        out["bad_cluster"].content[0].text)
+    assert out["bad_consolidate"].content[0].text == (
+        "Error: mode must be \"preview\", \"apply\" or \"link\", got 'merge'")
+    assert out["applied"]["archived_count"] == 2
+    assert out["again"].is_error and out["again"].content[0].text.startswith("Error: cluster_id: no cluster")
+    assert sorted(p.name for p in (vault_path / "memory/archive").iterdir()) == ["pg1.md", "pg2.md"]
+    stm = sorted(p.name for p in (vault_path / "memory/stm").iterdir())
+    assert len(stm) == 2 and "coffee.md" in stm and out["applied"]["new_path"].rsplit("/", 1)[1] in stm
+
+
+def test_docs_walkthrough_is_the_real_output(vault_path):
+    """docs/mcp.md's walk-through is what examples/mcp_walkthrough.py prints (ids normalised)."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    (vault_path / "Projects").mkdir()
+    (vault_path / "Projects/Apollo.md").write_text("# Apollo\nApollo stores orders in PostgreSQL; migrations run with Alembic.\n")
+    env = {**os.environ, "VAULTMEM_EMBEDDINGS": "off", "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    proc = subprocess.run([sys.executable, str(root / "examples/mcp_walkthrough.py"), str(vault_path)],
+                          capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    docs = (root / "docs/mcp.md").read_text()
+    marker = "mcp_walkthrough.py /tmp/mcpdemo\n"
+    block = docs[docs.index(marker) + len(marker):]
+    block = block[:block.index("\n```")] + "\n"
+
+    def norm(text: str) -> str:
+        text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<id>", text)
+        return re.sub(r"\b[0-9a-f]{8}\b", "<id8>", text)
+
+    assert norm(proc.stdout).rstrip() == norm(block).rstrip(), (
+        "docs/mcp.md's walk-through is stale (a tool landed or a result changed): regenerate it with the "
+        "commands shown above the block and paste the output")
+
+
+def test_graph_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
+    day = "2026-11-22T09:00:00Z"
+    jwt = _note(vault_path, "stm", "use-jwt", 50, "Use JWT tokens for authentication", day, 1)
+    api = _note(vault_path, "stm", "api-rest", 51, "API guidelines: REST everywhere", day)
+    api_text = api.read_text()
+
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["created"] = data(await s.call_tool("create_relation", {
+            "from_memory_id": "00000032", "to_memory_id": "api-rest", "relation_type": "supports",
+            "strength": 0.9}))
+        out["bad_type"] = await s.call_tool("create_relation", {
+            "from_memory_id": "00000032", "to_memory_id": "api-rest", "relation_type": "likes"})
+        out["bad_ref"] = await s.call_tool("create_relation", {
+            "from_memory_id": "/etc/passwd", "to_memory_id": "api-rest", "relation_type": "related"})
+        out["open"] = data(await s.call_tool("open_memories", {"memory_ids": ["api-rest"]}))
+        out["graph"] = data(await s.call_tool("read_graph", {"status": "all", "page_size": 1}))
+        out["bad_graph"] = await s.call_tool("read_graph", {"status": "deleted"})
+        return out
+
+    out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
+    jwt_id, api_id = "00000032-0000-4000-8000-000000000000", "00000033-0000-4000-8000-000000000000"
+    created = out["created"]
+    assert (created["success"], created["from"], created["to"], created["type"], created["strength"]) == (
+        True, jwt_id, api_id, "supports", 0.9)
+    assert out["bad_type"].is_error and "unknown relation type 'likes'" in out["bad_type"].content[0].text
+    assert out["bad_ref"].content[0].text == (
+        "Error: from_memory_id must be a UUID, an 8-char short id or a note file name, got '/etc/passwd'")
+    incoming = out["open"]["memories"][0]["relations"]["incoming"]
+    assert [(r["from"], r["type"], r["strength"]) for r in incoming] == [(jwt_id, "supports", 0.9)]
+    graph = out["graph"]
+    assert graph["stats"]["total_memories"] == 2 and graph["stats"]["total_relations"] == 1
+    assert graph["pagination"]["total_pages"] == 2 and len(graph["memories"]) == 1
+    assert out["bad_graph"].is_error and "status" in out["bad_graph"].content[0].text
+    # on disk: one relation line in the source note, the target untouched
+    assert "## Relations\n- supports:: [[api-rest]]" in jwt.read_text()
+    assert api.read_text() == api_text
+
+
+@needs_enrich
+def test_enrichment_tools_and_secret_filter_over_stdio(vault_path, tmp_path):
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["secret"] = data(await s.call_tool("save_memory", {
+            "content": "Deploy with AKIAIOSFODNN7EXAMPLE as the key", "tags": ["ops"]}))
+        out["saved"] = data(await s.call_tool("save_memory", {"content": "The STOPPER protocol pauses deploys"}))
+        out["analyze"] = data(await s.call_tool("analyze_message", {"message": "Remember that I use Neovim"}))
+        out["recall"] = data(await s.call_tool("analyze_for_recall", {"message": "Do you remember my editor?"}))
+        out["auto"] = data(await s.call_tool("auto_recall_process_message",
+                                             {"message": "Let's extend the STOPPER protocol"}))
+        out["bad"] = await s.call_tool("analyze_message", {"message": 42})
+        return out
+
+    out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
+    assert (out["secret"]["success"], out["secret"]["status"], out["secret"]["error_code"]) == (
+        False, "blocked_secret", "SECRET_BLOCKED")
+    assert "AKIAIOSFODNN7EXAMPLE" not in json.dumps(out["secret"])
+    assert out["analyze"]["should_save"] is True and out["recall"]["should_search"] is True
+    assert out["auto"]["memories_reinforced"] == [out["saved"]["memory_id"]]
+    assert out["bad"].is_error and out["bad"].content[0].text == (
+        "Error: analyze_message: message: Input should be a valid string; check the tool's input schema")
+    # on disk: only the allowed memory, reinforced once; the key is nowhere in the vault or the log
+    (note,) = (vault_path / "memory/stm").iterdir()
+    assert note.name == out["saved"]["path"].rsplit("/", 1)[1] and "use_count: 1\n" in note.read_text()
+    assert not any("AKIAIOSFODNN7EXAMPLE" in p.read_text(errors="replace")
+                   for p in vault_path.rglob("*") if p.is_file() and p.suffix in (".md", ".json", ".yaml"))
+    assert "AKIAIOSFODNN7EXAMPLE" not in (tmp_path / "err.txt").read_text()

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from reliability_helpers import SOAK, mid, report, snapshot, write_memory
-from vaultmem.mcp_server import EVIDENCE_NOTICE, INSTRUCTIONS, build_server, escape_invisible
+from vaultmem.mcp_server import EVIDENCE_NOTICE, build_instructions, build_server, escape_invisible
 
 CALLS_PER_TOOL = 400 if SOAK else 40
 HUGE = 200_000
@@ -225,7 +225,7 @@ def test_injected_memories_come_back_as_framed_data_and_change_nothing(vault_pat
             # nothing about the server changed, nothing was written
             assert [t.model_dump() for t in (await client.list_tools()).tools] == tools_before
             assert snapshot(vault_path) == before
-            assert client.instructions == INSTRUCTIONS
+            assert client.instructions == build_instructions({t["name"] for t in tools_before})
         return seen
 
     try:

@@ -138,15 +138,18 @@ def agent_end(
     return store.capture(transcript)
 
 
-# The server's instructions gain the Mnemosyne tools (read by build_server at start-up).
+# The server's instructions gain the Mnemosyne tools: one guidance line per tool, included only
+# when the server registers that tool (read-only servers drop the writing ones).
 from vaultmem import mcp_server as _server  # noqa: E402
 
-_server.INSTRUCTIONS += """
-
-Mnemosyne tools (several assistants may share this vault; this server acts as one agent):
-- memory_recall for a question in natural language: ranked by meaning, recency, importance,
-  use and type; then memory_feedback positive/negative on what helped (it promotes useful
-  memories). memory_store to remember one fact (duplicates and secrets are refused).
-- memory_block_get / memory_block_set for shared whiteboards (project_status, deploy_freeze).
-- memory_toma to ask what another agent knows; memory_forget to retire a wrong memory.
-- before_agent_start / agent_end are the session hooks (context block; snapshot + capture)."""
+_server.GUIDANCE.update({
+    "memory_recall": "memory_recall for a question in natural language (Mnemosyne; several assistants may share\n"
+                     "  this vault, this server acts as one agent): ranked by meaning, recency, importance, use and type.",
+    "memory_feedback": "memory_feedback positive/negative on recalled memories that helped or misled (promotes useful ones).",
+    "memory_store": "memory_store to remember one fact as this agent (duplicates and secrets are refused).",
+    "memory_block_get": "memory_block_get to read a shared whiteboard block (project_status, deploy_freeze).",
+    "memory_block_set": "memory_block_set to update a shared whiteboard block.",
+    "memory_toma": "memory_toma to ask what another agent knows.",
+    "memory_forget": "memory_forget to retire a wrong memory.",
+    "before_agent_start": "before_agent_start / agent_end are the session hooks (context block; snapshot + capture).",
+})

@@ -105,3 +105,25 @@ def test_store_toma_and_hooks_over_stdio(vault_path, tmp_path):
     assert end["feedback"]["updated"] == 1  # the memory before_agent_start recalled
     assert (vault_path / end["snapshot"]["path"]).is_file()
     assert out["bad_end"].is_error and "the transcript has no messages" in out["bad_end"].content[0].text
+
+
+def test_memory_consolidate_over_stdio_archives_a_near_duplicate(vault_path, tmp_path):
+    from vaultmem.store import MemoryStore
+
+    store = MemoryStore(vault_path)
+    for _ in range(2):  # the same fact twice (dedupe off: two notes on disk)
+        store.save("The staging database runs PostgreSQL 16 on port 5433", dedupe=False)
+    store.close()
+
+    async def scenario(c: Any, init: Any) -> dict[str, Any]:
+        return {"report": data(await c.call_tool("memory_consolidate", {"batchSize": 100})),
+                "bad": await c.call_tool("memory_consolidate", {"batchSize": 5000})}
+
+    out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
+    report = out["report"]
+    assert {k: report[k] for k in ("contradictions", "nearDuplicatesMerged", "processedCount")} == {
+        "contradictions": 0, "nearDuplicatesMerged": 1, "processedCount": 2}
+    assert isinstance(report["durationMs"], int)
+    assert len(list((vault_path / "memory/stm").glob("*.md"))) == 1
+    assert len(list((vault_path / "memory/archive").glob("*.md"))) == 1  # archived, not deleted
+    assert out["bad"].is_error and "batchSize" in out["bad"].content[0].text

@@ -55,6 +55,19 @@ def memory_forget(
         raise
 
 
+@tool(writes_vault=True, title="Consolidate memories (four phases)")
+def memory_consolidate(
+    store: MemoryStore,
+    batchSize: Annotated[int, Field(ge=1, le=1000, description="Memories per batch (default 100, max 1000).")] = 100,
+) -> dict[str, Any]:
+    """Detect contradictions, merge near-duplicates, promote popular and demote stale memories.
+
+    Originals of a merge are archived (moved to memory/archive), never deleted; contradictions
+    are linked with `contradicts` relations for a person to resolve.
+    """
+    return store.deep_consolidate(batchSize)
+
+
 @tool(writes_vault=False, title="Read a shared block")
 def memory_block_get(store: MemoryStore, name: BlockName) -> dict[str, Any] | None:
     """Read a named shared block: content, version, lastWriter, updatedAt (null if it does not exist)."""

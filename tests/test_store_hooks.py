@@ -263,3 +263,13 @@ def test_search_hides_other_agents_private_memories(store):
     assert store.search(None)["count"] == 0
     store.agent = "ops"
     assert [r["id"] for r in store.search("deploy key")["results"]] == [p["id"]]
+
+
+def test_unified_search_and_open_hide_other_agents_private_memories(store):
+    p = store.store_memory("My jump host for staging is jh-7", agent="ops", private=True)
+    assert store.search_unified("jump host staging")["results"] == []
+    assert store.open([p["id"]]) == {"success": False, "count": 0, "memories": [], "not_found": [p["id"]]}
+    assert store.open([p["id"]], include_relations=True)["not_found"] == [p["id"]]
+    store.agent = "ops"
+    assert [r["id"] for r in store.search_unified("jump host staging")["results"]] == [p["id"]]
+    assert store.open([p["id"]])["memories"][0]["id"] == p["id"]

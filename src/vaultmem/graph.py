@@ -224,6 +224,9 @@ def open_memories(store: "MemoryStore", refs: Sequence[str] | str, *, include_re
         except NotFound:
             not_found.append(ref)
             continue
+        if not store.visible(rec):  # another agent's private memory: as if it did not exist
+            not_found.append(ref)
+            continue
         if all(r.path != rec.path for r in found):
             found.append(rec)
     shown, pagination = paginate(found, page, page_size, default_size=MAX_PAGE_SIZE if page is None else 10)

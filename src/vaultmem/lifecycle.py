@@ -649,6 +649,8 @@ def search_unified(
                     scored.append((stm_weight * score, rec, score, None, "stm"))
             else:
                 scored.append((ltm_weight * score, rec, score, None, "ltm"))
+    # another agent's private memories stay private here too (a person's own notes are never private)
+    scored = [item for item in scored if item[1].kind == "note" or store.visible(item[1])]
     scored.sort(key=lambda x: (-x[0], x[1].path))
     seen_ids: set[str] = set()
     seen_text: set[str] = set()

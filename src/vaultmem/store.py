@@ -399,8 +399,13 @@ class MemoryStore:
         now = self.now()
         for ref in refs:
             try:
-                memories.append(self.memory_dict(self.resolve(ref), now))
+                rec = self.resolve(ref)
             except NotFound:
+                not_found.append(ref)
+                continue
+            if self.visible(rec):
+                memories.append(self.memory_dict(rec, now))
+            else:  # another agent's private memory: as if it did not exist
                 not_found.append(ref)
         return {"success": bool(memories) or not refs, "count": len(memories),
                 "memories": memories, "not_found": not_found}

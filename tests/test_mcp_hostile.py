@@ -39,6 +39,7 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "memory_block_set": {"name": "project_status", "content": "green"},
     "memory_feedback": {"signal": "positive", "memoryId": ID},
     "memory_toma": {"agentId": "devops-agent", "topic": "deploys"},
+    "memory_consolidate": {"batchSize": 100},
     "agent_end": {"transcript": "User: hi\nAssistant: hello"},
 }
 # A value of each JSON type; a parameter gets the first whose type it does not accept.

@@ -21,7 +21,7 @@ ENRICH = callable(getattr(MemoryStore, "analyze_message", None))  # the enrichme
 needs_enrich = pytest.mark.skipif(not ENRICH, reason="the enrichment area (analyze_*, secret filter) is not on main yet")
 ENRICH_WRITING = {"auto_recall_process_message"} if ENRICH else set()
 MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store",
-                     "before_agent_start", "agent_end"}
+                     "before_agent_start", "agent_end", "memory_consolidate"}
 MNEMOSYNE_READING = {"memory_block_get", "memory_toma"}
 ENRICH_READING = {"analyze_message", "analyze_for_recall"} if ENRICH else set()
 

@@ -19,9 +19,9 @@ install: $(VENV)/.installed
 demo: install
 	@test -d $(DEMO) || cp -r fixtures/sample-vault $(DEMO)
 	@echo '$$ vaultmem init $(DEMO)'; $(VM) init $(DEMO)
-	@echo; echo '$$ vaultmem save "Use JWT tokens for authentication in all new APIs" --tag auth --source chat'
-	@$(VM) save "Use JWT tokens for authentication in all new APIs" --tag auth --source chat --vault $(DEMO)
-	@echo; echo '$$ vaultmem search "authentication" --top-k 5'; $(VM) search "authentication" --top-k 5 --vault $(DEMO)
+	@echo; echo '$$ vaultmem save "Release freeze starts on December 18; only hotfixes ship after that" --tag ops --source chat'
+	@$(VM) save "Release freeze starts on December 18; only hotfixes ship after that" --tag ops --source chat --vault $(DEMO)
+	@echo; echo '$$ vaultmem search "release freeze" --top-k 5'; $(VM) search "release freeze" --top-k 5 --vault $(DEMO)
 	@echo; echo '$$ vaultmem stats'; $(VM) stats --vault $(DEMO)
 	@echo; echo "Open $(DEMO)/ in Obsidian to see the notes; try: $(VM) --help"
 

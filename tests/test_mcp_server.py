@@ -17,18 +17,7 @@ from vaultmem.metrics import Metrics, percentile
 
 from vaultmem.store import MemoryStore
 
-ENRICH = callable(getattr(MemoryStore, "analyze_message", None))  # the enrichment area is on main
-needs_enrich = pytest.mark.skipif(not ENRICH, reason="the enrichment area (analyze_*, secret filter) is not on main yet")
-ENRICH_WRITING = {"auto_recall_process_message"} if ENRICH else set()
-MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store",
-                     "before_agent_start", "agent_end", "memory_consolidate"}
-MNEMOSYNE_READING = {"memory_block_get", "memory_toma"}
-ENRICH_READING = {"analyze_message", "analyze_for_recall"} if ENRICH else set()
-
-WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
-           "create_relation"} | ENRICH_WRITING | MNEMOSYNE_WRITING
-READING = {"search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph",
-           "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"} | ENRICH_READING | MNEMOSYNE_READING
+from mcp_tools import ALL_TOOLS, READING, WRITING  # noqa: E402
 
 
 @pytest.fixture
@@ -639,7 +628,6 @@ def test_create_relation_open_memories_and_read_graph(server, store, vault_path)
 # -- enrichment tools ---------------------------------------------------------------------------
 
 
-@needs_enrich
 def test_save_memory_refuses_a_secret_without_writing_or_echoing_it(server, vault_path):
     before = snapshot(vault_path)
     data = ok(call(server, "save_memory", {"content": "Stripe key is sk_live_oyCvEU9259XxebXDCchuV0Du"}))
@@ -652,7 +640,6 @@ def test_save_memory_refuses_a_secret_without_writing_or_echoing_it(server, vaul
     assert snapshot(vault_path) == before
 
 
-@needs_enrich
 def test_save_memory_reinforces_a_near_duplicate_instead_of_copying(server, vault_path):
     first = ok(call(server, "save_memory", {"content": "The STOPPER protocol pauses deploys during incidents"}))
     again = ok(call(server, "save_memory", {"content": "The STOPPER protocol pauses deploys during incidents!"}))
@@ -660,7 +647,6 @@ def test_save_memory_reinforces_a_near_duplicate_instead_of_copying(server, vaul
     assert len(list((vault_path / "memory/stm").iterdir())) == 1
 
 
-@needs_enrich
 def test_analyze_message_and_analyze_for_recall(server, vault_path):
     before = snapshot(vault_path)
     save = ok(call(server, "analyze_message", {"message": "I prefer PostgreSQL for databases"}))
@@ -672,7 +658,6 @@ def test_analyze_message_and_analyze_for_recall(server, vault_path):
     assert snapshot(vault_path) == before
 
 
-@needs_enrich
 def test_auto_recall_reinforces_related_memories_once_per_cooldown(server, vault_path):
     mid_ = _save(server, "The STOPPER protocol pauses deploys during incidents", tags=["ops"])
     _save(server, "The office coffee machine is on the third floor")
@@ -688,7 +673,6 @@ def test_auto_recall_reinforces_related_memories_once_per_cooldown(server, vault
     assert "use_count: 1\n" in note.read_text()
 
 
-@needs_enrich
 @pytest.mark.parametrize("name", ["analyze_message", "analyze_for_recall", "auto_recall_process_message"])
 @pytest.mark.parametrize("args, message", [
     ({}, "Error: {name}: message: Field required; check the tool's input schema"),

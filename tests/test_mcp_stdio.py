@@ -15,18 +15,7 @@ import pytest
 from conftest import NOW
 from vaultmem.store import MemoryStore
 
-ENRICH = callable(getattr(MemoryStore, "analyze_message", None))  # the enrichment area is on main
-needs_enrich = pytest.mark.skipif(not ENRICH, reason="the enrichment area (analyze_*, secret filter) is not on main yet")
-ENRICH_WRITING = {"auto_recall_process_message"} if ENRICH else set()
-MNEMOSYNE_WRITING = {"memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store",
-                     "before_agent_start", "agent_end", "memory_consolidate"}
-MNEMOSYNE_READING = {"memory_block_get", "memory_toma"}
-ENRICH_READING = {"analyze_message", "analyze_for_recall"} if ENRICH else set()
-
-WRITING = {"save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
-           "create_relation"} | ENRICH_WRITING | MNEMOSYNE_WRITING
-ALL_TOOLS = WRITING | {"search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph",
-                       "backfill_embeddings", "get_performance_metrics", "reset_performance_metrics"} | ENRICH_READING | MNEMOSYNE_READING
+from mcp_tools import ALL_TOOLS, WRITING  # noqa: E402
 
 
 def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
@@ -307,7 +296,6 @@ def test_graph_tools_over_stdio_with_files_on_disk(vault_path, tmp_path):
     assert api.read_text() == api_text
 
 
-@needs_enrich
 def test_enrichment_tools_and_secret_filter_over_stdio(vault_path, tmp_path):
     async def scenario(s: Any, init: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -1,0 +1,15 @@
+"""The MCP tool registry as the tests expect it: which tools write the vault, which only read."""
+
+WRITING = {
+    "save_memory", "touch_memory", "observe_memory_usage", "gc", "promote_memory", "consolidate_memories",
+    "create_relation", "auto_recall_process_message",
+    # Mnemosyne
+    "memory_recall", "memory_forget", "memory_block_set", "memory_feedback", "memory_store",
+    "before_agent_start", "agent_end", "memory_consolidate",
+}
+READING = {
+    "search_memory", "search_unified", "open_memories", "cluster_memories", "read_graph", "backfill_embeddings",
+    "get_performance_metrics", "reset_performance_metrics", "analyze_message", "analyze_for_recall",
+    "memory_block_get", "memory_toma",
+}
+ALL_TOOLS = WRITING | READING

@@ -17,7 +17,7 @@ from vaultmem.metrics import Metrics, percentile
 
 from vaultmem.store import MemoryStore
 
-from mcp_tools import ALL_TOOLS, READING, WRITING  # noqa: E402
+from mcp_tools import READING, WRITING  # noqa: E402
 
 
 @pytest.fixture

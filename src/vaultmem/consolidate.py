@@ -399,15 +399,9 @@ def _current(store: "MemoryStore", rec: Record) -> Record:
     from vaultmem.errors import MalformedNote
     from vaultmem.index import record_from_text
 
-    path = store.vault.abs(rec.path)
-    if not path.is_file():
-        store.index.sync()
-        rec = store.resolve(rec.id or rec.path)
-        path = store.vault.abs(rec.path)
-    text = path.read_text(encoding="utf-8")
-    st = path.stat()
+    rec, _path, text, fingerprint = store.read_note(rec)
     try:
-        return record_from_text(store.vault, rec.path, text, (st.st_mtime_ns, st.st_size))
+        return record_from_text(store.vault, rec.path, text, fingerprint)
     except MalformedNote as exc:
         raise ConflictError(f"{rec.path} is malformed now ({exc.reason}); fix it and run again") from None
 

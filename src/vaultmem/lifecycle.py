@@ -585,17 +585,14 @@ def search_unified(
     memories, ltm_weight for promoted memories and vault notes. window_days and min_score
     filter STM only, as in the seed. Duplicates (same id, or same text) keep their best.
     """
-    from vaultmem.store import rank_score, validate_tags
+    from vaultmem.store import rank_score, validate_tags, validate_window_and_score
 
     if not 1 <= limit <= 100:
         raise InvalidInput(f"limit must be between 1 and 100, got {limit}")
     for name, w in (("stm_weight", stm_weight), ("ltm_weight", ltm_weight)):
         if not 0.0 <= w <= 2.0:
             raise InvalidInput(f"{name} must be between 0.0 and 2.0, got {w}")
-    if window_days is not None and window_days <= 0:
-        raise InvalidInput(f"window_days must be a positive number of days, got {window_days}")
-    if min_score is not None and min_score < 0:
-        raise InvalidInput(f"min_score must be 0 or more, got {min_score}")
+    validate_window_and_score(window_days, min_score)
     if page < 1:
         raise InvalidInput(f"page must be 1 or more, got {page}")
     if not 1 <= page_size <= 100:

@@ -473,10 +473,7 @@ class MemoryStore:
         """
         if not 1 <= top_k <= 100:
             raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
-        if window_days is not None and window_days <= 0:
-            raise InvalidInput(f"window_days must be a positive number of days, got {window_days}")
-        if min_score is not None and min_score < 0:
-            raise InvalidInput(f"min_score must be 0 or more, got {min_score}")
+        validate_window_and_score(window_days, min_score)
         if status is not None and status not in STATUS_FILTERS:
             raise InvalidInput(f"status must be one of {', '.join(STATUS_FILTERS)}, got {status!r}")
         tags = validate_tags(tags)
@@ -663,22 +660,26 @@ class MemoryStore:
             self.embed_paths(edited)
         return updated  # type: ignore[return-value]
 
-    def _rewrite(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> str:
-        """The file part of `modify` (caller holds the lock); returns the note's path."""
+    def read_note(self, rec: Record) -> tuple[Record, Path, str, tuple[int, int]]:
+        """A note's text as on disk now, following it if it moved since it was indexed."""
         path = self.vault.abs(rec.path)
         try:
             text = path.read_text(encoding="utf-8")
-            st = path.stat()
         except FileNotFoundError:
             self.index.sync()
             rec = self.resolve(rec.id or rec.path)
             path = self.vault.abs(rec.path)
             text = path.read_text(encoding="utf-8")
-            st = path.stat()
+        st = path.stat()
+        return rec, path, text, (st.st_mtime_ns, st.st_size)
+
+    def _rewrite(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> str:
+        """The file part of `modify` (caller holds the lock); returns the note's path."""
+        rec, path, text, fingerprint = self.read_note(rec)
         from vaultmem.index import record_from_text
 
         try:
-            current = record_from_text(self.vault, rec.path, text, (st.st_mtime_ns, st.st_size))
+            current = record_from_text(self.vault, rec.path, text, fingerprint)
         except MalformedNote as exc:
             raise MalformedNote(rec.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
         changes = dict(change(current))
@@ -957,6 +958,14 @@ def validate_content(content: str) -> str:
     if content.lstrip().startswith("---"):
         raise InvalidInput("content starts with ---, which would read as frontmatter; rephrase the first line")
     return content.strip()
+
+
+def validate_window_and_score(window_days: float | None, min_score: float | None) -> None:
+    """The `window_days` and `min_score` filters every search takes."""
+    if window_days is not None and window_days <= 0:
+        raise InvalidInput(f"window_days must be a positive number of days, got {window_days}")
+    if min_score is not None and min_score < 0:
+        raise InvalidInput(f"min_score must be 0 or more, got {min_score}")
 
 
 def validate_tags(tags: Sequence[str] | None) -> list[str]:

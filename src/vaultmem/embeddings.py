@@ -15,6 +15,7 @@ has no vectors never imports torch.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import importlib.util
@@ -48,8 +49,9 @@ UPSTREAM_SHA256 = {
 _model: Any = None
 
 
+@functools.lru_cache(maxsize=1)
 def installed() -> bool:
-    """Whether the extra is installed (checked without importing torch)."""
+    """Whether the extra is installed (checked once per process, without importing torch)."""
     return all(importlib.util.find_spec(name) is not None
                for name in ("sentence_transformers", "torch", MODEL_PACKAGE))
 

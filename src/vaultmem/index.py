@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import functools
+import heapq
 import json
 import os
 import re
@@ -95,12 +96,19 @@ class Record:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> "Record":
-        values = dict(zip(_COLUMNS, row))
-        values["tags"] = json.loads(values["tags"] or "[]")
-        values["entities"] = json.loads(values["entities"] or "[]")
-        values["props"] = json.loads(values["props"] or "{}")
-        values["pinned"] = bool(values["pinned"])
-        return cls(**values)
+        # Positional, in _COLUMNS order (= field order, checked at import); empty JSON
+        # skipped: a search builds up to 100 of these per query.
+        (path, mtime_ns, size, kind, id_, status, title, content, created, last_used, use_count,
+         strength, memory_type, pinned, tags, entities, source, context, agent, props, error) = row
+        return cls(path, mtime_ns, size, kind, id_, status, title, content, created, last_used, use_count,
+                   strength, memory_type, bool(pinned),
+                   json.loads(tags) if tags and tags != "[]" else [],
+                   json.loads(entities) if entities and entities != "[]" else [],
+                   source, context, agent,
+                   json.loads(props) if props and props != "{}" else {}, error)
+
+
+assert tuple(f.name for f in dataclasses.fields(Record)) == _COLUMNS
 
 
 def _json_default(value: Any) -> Any:
@@ -295,6 +303,7 @@ class Index:
         self._search: Any = None
         self._search_ix: Any = None
         self._allowed_cache: dict[str, Any] = {}
+        self._lengths_cache: dict[Any, Any] = {}
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
 
     # -- opening ----------------------------------------------------------------------------
@@ -343,7 +352,7 @@ class Index:
         if self._search is not None:
             self._search.close()
         self._search = self._search_ix = None
-        self._allowed_cache = {}
+        self._allowed_cache, self._lengths_cache = {}, {}
         self._fingerprints = None
         if self._db is not None:
             self._db.close()
@@ -579,25 +588,43 @@ class Index:
 
     def _search_once(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
                      tags: Sequence[str], limit: int) -> tuple[list[tuple[str, float]], bool]:
-        from whoosh import query as Q
-        from whoosh.qparser import MultifieldParser, OrGroup
+        from vaultmem import bm25
 
         _check_syntax(text)
         ix = self.ix
         text = natural_query(text)
-        group = OrGroup.factory(COORDINATION) if COORDINATION else OrGroup
-        parser = MultifieldParser(list(SEARCH_FIELDS), ix.schema, group=group, fieldboosts=FIELD_BOOSTS)
-        parsed = parser.parse(text)
-        if parsed is Q.NullQuery:
-            return [], 0
-        filters: list[Any] = [_any_of("kind", kinds)]
-        if statuses:
-            filters.append(_any_of("status", statuses))
-        if tags:
-            filters.append(_any_of("tags", [t.lower() for t in tags]))
         searcher = self._searcher()
+        filters = [("kind", tuple(kinds))]
+        if statuses:
+            filters.append(("status", tuple(statuses)))
+        if tags:
+            filters.append(("tags", tuple(t.lower() for t in tags)))
         allowed = self._allowed(searcher, filters)
         if not allowed:
+            return [], True
+        words = bm25.plain_words(text)
+        plan = bm25.query_terms(ix.schema, SEARCH_FIELDS, words, _stemmer()) if words is not None else None
+        if plan is not None:  # plain words: BM25F straight off the postings (see bm25.py)
+            terms, n_words = plan
+            scores, masks = bm25.score(searcher, terms, allowed, BM25_B, BM25_K1, self._lengths_cache)
+            share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
+            for doc, mask in masks.items():
+                scores[doc] *= share[mask.bit_count()]
+            top = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
+            found = [(searcher.stored_fields(doc)["path"], s) for doc, s in top]
+            return found, len(scores) <= limit
+        return self._whoosh_search(searcher, text, allowed, limit)
+
+    def _whoosh_search(self, searcher: Any, text: str, allowed: set[int],
+                       limit: int) -> tuple[list[tuple[str, float]], bool]:
+        """Queries with syntax (phrases, operators, fields, wildcards): Whoosh's parser and scorer."""
+        from whoosh import query as Q
+        from whoosh.qparser import MultifieldParser, OrGroup
+
+        group = OrGroup.factory(COORDINATION) if COORDINATION else OrGroup
+        parser = MultifieldParser(list(SEARCH_FIELDS), self.ix.schema, group=group, fieldboosts=FIELD_BOOSTS)
+        parsed = parser.parse(text)
+        if parsed is Q.NullQuery:
             return [], True
         hits = searcher.search(parsed, limit=limit, filter=allowed, terms=True)
         stem = _stemmer()
@@ -613,23 +640,27 @@ class Index:
         """One searcher per index generation, reopened when a writer (any process) committed."""
         ix = self.ix
         if self._search is None or self._search_ix is not ix:
-            self._search, self._search_ix, self._allowed_cache = ix.searcher(weighting=_weighting()), ix, {}
+            self._search, self._search_ix = ix.searcher(weighting=_weighting()), ix
+            self._allowed_cache, self._lengths_cache = {}, {}
         elif not self._search.up_to_date():
             # A fresh searcher, not refresh(): whoosh3's refresh crashes when the old reader
             # was an EmptyReader (an index with no segments yet), and it keeps the old segment
             # readers beside the new ones, so an edited note is found by its old text too.
             self._search.close()
-            self._search, self._allowed_cache = ix.searcher(weighting=_weighting()), {}
+            self._search = ix.searcher(weighting=_weighting())
+            self._allowed_cache, self._lengths_cache = {}, {}
         return self._search
 
-    def _allowed(self, searcher: Any, filters: list[Any]) -> Any:
-        """The doc numbers passing the filters, cached per searcher (filters repeat a lot)."""
-        from whoosh import query as Q
+    def _allowed(self, searcher: Any, filters: list[tuple[str, tuple[str, ...]]]) -> set[int]:
+        """The doc numbers passing every (field, any of values) filter, cached per searcher."""
+        from vaultmem import bm25
 
         key = repr(filters)
         allowed = self._allowed_cache.get(key)
         if allowed is None:
-            allowed = set(searcher.docs_for_query(filters[0] if len(filters) == 1 else Q.And(filters)))
+            for field, values in filters:
+                docs = bm25.docs_with(searcher, field, values)
+                allowed = docs if allowed is None else allowed & docs
             if len(self._allowed_cache) > 64:
                 self._allowed_cache.clear()
             self._allowed_cache[key] = allowed
@@ -685,12 +716,6 @@ def _read_chunk(job: tuple[Path, Any, list[tuple[str, tuple[int, int]]]]) -> lis
     root, settings, items = job
     vault = Vault(root, settings)
     return [read_record(vault, rel, fp) for rel, fp in items]
-
-
-def _any_of(field: str, values: Sequence[str]) -> Any:
-    from whoosh import query as Q
-
-    return Q.Term(field, values[0]) if len(values) == 1 else Q.Or([Q.Term(field, v) for v in values])
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -1,0 +1,178 @@
+"""BM25F over Whoosh's postings without Whoosh's matcher tree: the fast path of plain queries.
+
+Whoosh scores an OR query through a tree of union matchers, one Python method call per
+posting per node, and needs `terms=True` bookkeeping for word coordination: ~40 µs per
+matching note. Most queries are plain words (no quotes, operators, fields or wildcards), so
+for those `Index.search` reads each (field, term) posting list block by block and adds up
+the same per-field BM25 Whoosh would (`whoosh.scoring.BM25F`: idf and average field length
+from the whole index, length from the note's field-length byte, boosts folded into the
+indexed weights), with the coordination bitmask in the same pass. Any other query goes
+through Whoosh's parser and searcher; `tests/test_bm25.py` checks that both paths agree.
+
+Also here: the doc numbers of an ID field's values (`kind`, `status`, `tags` filters) read
+the same way, which is what makes the filters cheap in a one-shot CLI process.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+# Characters and words the Whoosh query parser gives a meaning to (phrases, groups, ranges,
+# fields, wildcards, boosts, fuzzy terms, operators). A query free of them is "plain".
+_SYNTAX = re.compile(r"""["()\[\]{}:*?^~\\]|(?:^|\s)['+-]""")
+_OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "TO"})
+
+
+def plain_words(text: str) -> list[str] | None:
+    """The query's words if it uses no query syntax, else None (Whoosh parses it)."""
+    if _SYNTAX.search(text):
+        return None
+    words = text.split()
+    if any(w in _OPERATORS for w in words):
+        return None
+    return words
+
+
+def query_terms(schema: Any, fields: Sequence[str], words: Sequence[str],
+                stem: Callable[[Any], str]) -> tuple[list[tuple[str, str, int]], int] | None:
+    """(field, term text, word bit) for every field each word is searched in, and the number
+    of distinct words (for coordination); None if a word analyses to several tokens in a
+    field (Whoosh builds a compound query for those: left to Whoosh's parser)."""
+    terms: list[tuple[str, str, int]] = []
+    seen: set[tuple[str, str]] = set()
+    bits: dict[str, int] = {}
+    for word in words:
+        for field in fields:
+            tokens = list(schema[field].process_text(word, mode="query"))
+            if len(tokens) > 1:
+                return None
+            if not tokens or (field, tokens[0]) in seen:
+                continue
+            seen.add((field, tokens[0]))
+            key = stem(tokens[0])
+            bit = bits.setdefault(key, 1 << len(bits))
+            terms.append((field, tokens[0], bit))
+    return terms, len(bits)
+
+
+def _blocks(matcher: Any) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
+    """A posting list as (doc ids, weights) blocks; whoosh3's leaf matcher block by block,
+    any other matcher (another Whoosh release) one posting at a time."""
+    if type(matcher).__name__ == "FilterMatcher":  # deletions: callers filter by doc set
+        matcher = matcher.child
+    if hasattr(matcher, "_read_ids") and hasattr(matcher, "_next_block"):
+        while matcher.is_active():
+            matcher._read_ids()
+            matcher._read_weights()
+            yield matcher._ids, matcher._weights
+            matcher._next_block()
+        return
+    ids: list[int] = []
+    weights: list[float] = []
+    while matcher.is_active():
+        ids.append(matcher.id())
+        weights.append(matcher.weight())
+        matcher.next()
+    yield ids, weights
+
+
+def _postings(reader: Any, field: str, text: str) -> Any | None:
+    try:
+        if (field, text) not in reader:
+            return None
+        return reader.postings(field, text)
+    except Exception as exc:  # TermNotFound
+        if type(exc).__name__ == "TermNotFound":
+            return None
+        raise
+
+
+def _deleted(reader: Any) -> frozenset[int] | set[int]:
+    if not reader.has_deletions():
+        return frozenset()
+    deleted = getattr(reader, "deleted_docs_set", None)
+    if deleted is not None:
+        return deleted
+    return {d for d in range(reader.doc_count_all()) if reader.is_deleted(d)}
+
+
+def docs_with(searcher: Any, field: str, values: Iterable[str]) -> set[int]:
+    """Doc numbers (index-wide) of live notes whose `field` holds any of `values`."""
+    found: set[int] = set()
+    for reader, offset in searcher.reader().leaf_readers():
+        deleted = _deleted(reader)
+        for value in values:
+            matcher = _postings(reader, field, value)
+            if matcher is None:
+                continue
+            for ids, _weights in _blocks(matcher):
+                if offset:
+                    found.update(d + offset for d in ids if d not in deleted)
+                elif deleted:
+                    found.update(d for d in ids if d not in deleted)
+                else:
+                    found.update(ids)
+    return found
+
+
+def _length_reader(reader: Any, field: str, cache: dict[Any, Any]) -> Callable[[int], Any]:
+    """doc number -> the field's length as Whoosh scores it (`doc_field_length(d, field, 1)`).
+
+    whoosh3 keeps lengths as one byte per note in a column: read the column's bytes once per
+    reader and decode through a 256-entry table instead of a column lookup per posting.
+    """
+    key = (id(reader), field)
+    if key in cache:
+        return cache[key]
+    perdoc = getattr(reader, "_perdoc", None)
+    get: Callable[[int], Any] | None = None
+    try:
+        from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+        from whoosh.util.numeric import byte_to_length
+
+        column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
+        if column is None:
+            get = lambda docnum: 1  # noqa: E731  (no lengths stored: Whoosh's default)
+        elif getattr(column, "_typecode", None) == "B" and getattr(column, "_fixedlen", None) == 1:
+            raw = column._dbfile.get(column._basepos, column._count)
+            raw += bytes(max(0, reader.doc_count_all() - len(raw)))
+            table = [byte_to_length(b) if b else None for b in range(256)]
+            get = lambda docnum: table[raw[docnum]]  # noqa: E731
+    except Exception:  # another Whoosh release: its public accessor
+        get = None
+    if get is None:
+        fast = getattr(perdoc, "doc_field_length_reader", None)
+        get = fast(field, 1) if fast is not None else (lambda docnum: reader.doc_field_length(docnum, field, 1))
+    cache[key] = get
+    return get
+
+
+def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int] | frozenset[int],
+          b: float, k1: float, cache: dict[Any, Any]) -> tuple[dict[int, float], dict[int, int]]:
+    """(doc number -> BM25F summed over the matched terms, doc number -> bitmask of matched
+    words). `cache` holds per-reader field lengths; give one per searcher."""
+    acc: dict[int, float] = {}
+    masks: dict[int, int] = {}
+    for field, text, bit in terms:
+        idf = searcher.idf(field, text)
+        avgfl = searcher.avg_field_length(field) or 1
+        for reader, offset in searcher.reader().leaf_readers():
+            matcher = _postings(reader, field, text)
+            if matcher is None:
+                continue
+            length = _length_reader(reader, field, cache)
+            for ids, weights in _blocks(matcher):
+                for d, tf in zip(ids, weights):
+                    doc = d + offset
+                    if doc not in allowed:
+                        continue
+                    # whoosh.scoring.bm25, term for term, so both paths give the same floats
+                    s = idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length(d) / avgfl)))
+                    if doc in acc:
+                        acc[doc] += s
+                        masks[doc] |= bit
+                    else:
+                        acc[doc] = s
+                        masks[doc] = bit
+    return acc, masks

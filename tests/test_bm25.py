@@ -1,0 +1,109 @@
+"""The plain-query fast path (bm25.py) ranks exactly as Whoosh's parser and scorer would."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vaultmem import bm25
+from vaultmem.index import SEARCH_FIELDS, _stemmer
+from vaultmem.store import MemoryStore
+
+from conftest import Clock
+
+WORDS = ("kafka postgres migration deploy deploys deployed outage budget Caroline Caroline's adoption "
+         "agency agencies research researched running runs dog dogs puppy shelter weekend release freeze "
+         "hotfix Zürich café naïve über-cool e-mail v1.2 2026 ops auth jwt tokens token").split()
+STOP = ("the what did she how a of to in is").split()
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    """~60 memories over several segments, with deletions (edits) and a person's note."""
+    root = tmp_path_factory.mktemp("bm25") / "vault"
+    store = MemoryStore(root, clock=Clock())
+    store.init()
+    rng = random.Random(3)
+    ids = []
+    for i in range(60):
+        text = " ".join(rng.choice(WORDS + STOP) for _ in range(rng.randint(3, 25)))
+        tags = rng.sample(["ops", "kafka", "dogs", "auth", "Release"], rng.randint(0, 2))
+        ids.append(store.save(f"Note {i}: {text}", tags=tags, dedupe=False)["memory_id"])
+    for mid in ids[::7]:  # edits delete the old document: postings with deleted doc numbers
+        path = root / store.resolve(mid).path
+        path.write_text(path.read_text() + "\nEdited: kafka migration deploy weekend\n")
+        store.sync()
+    (root / "Projects").mkdir()
+    (root / "Projects/Kafka Outage.md").write_text("# Kafka outage\nThe deploy broke the kafka consumer.\n")
+    store.sync()
+    leaves = store.index._searcher().reader().leaf_readers()
+    assert len(leaves) > 1 and any(r.has_deletions() for r, _ in leaves)  # what this test is about
+    yield store
+    store.close()
+
+
+def both(store: MemoryStore, text: str, kinds=("memory",), statuses=("active", "promoted"), tags=()):
+    index = store.index
+    searcher = index._searcher()
+    filters = [("kind", tuple(kinds))]
+    if statuses:
+        filters.append(("status", tuple(statuses)))
+    if tags:
+        filters.append(("tags", tuple(t.lower() for t in tags)))
+    allowed = index._allowed(searcher, filters)
+    fast, _ = index._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=1000)
+    slow, _ = index._whoosh_search(searcher, text, allowed, 1000)
+    return fast, slow
+
+
+def assert_same(fast, slow):
+    assert {p for p, _ in fast} == {p for p, _ in slow}
+    slow_scores = dict(slow)
+    for path, score in fast:
+        assert score == pytest.approx(slow_scores[path], rel=1e-9)
+    # same order, up to ties (scores within float noise)
+    assert [round(s, 9) for _, s in fast] == sorted((round(s, 9) for _, s in slow), reverse=True)
+
+
+def test_plain_words_recognises_query_syntax():
+    assert bm25.plain_words("kafka migration plan") == ["kafka", "migration", "plan"]
+    assert bm25.plain_words("Caroline's über-cool e-mail, v1.2!") == ["Caroline's", "über-cool", "e-mail,", "v1.2!"]
+    for syntax in ('"kafka migration"', "kafka AND migration", "kafka OR x", "NOT kafka", "tags:ops",
+                   "kaf*", "kafk?", "kafka^2", "kafka~", "(kafka)", "[a TO b]", "'quoted words'", "a -b", "+kafka"):
+        assert bm25.plain_words(syntax) is None, syntax
+
+
+def test_words_that_analyse_to_several_tokens_go_to_whoosh(indexed):
+    schema = indexed.index.ix.schema
+    assert bm25.query_terms(schema, SEARCH_FIELDS, ["e-mail"], _stemmer()) is None
+    terms, n_words = bm25.query_terms(schema, SEARCH_FIELDS, ["Kafka", "deploys", "the"], _stemmer())
+    assert n_words == 3  # "the" only reaches the tags field (keywords keep stop words)
+    assert ("content", "deploi", 2) in terms and ("tags", "deploys", 2) in terms and ("tags", "the", 4) in terms
+    assert not any(f == "content" and t == "the" for f, t, _ in terms)
+
+
+def test_fast_path_equals_whoosh_on_fixed_queries(indexed):
+    for text in ("kafka", "kafka migration", "Caroline's adoption research", "deployed running dogs",
+                 "what did she research", "Release freeze hotfix weekend", "zürich café", "ops"):
+        fast, slow = both(indexed, text)
+        assert fast, text
+        assert_same(fast, slow)
+
+
+def test_fast_path_equals_whoosh_with_filters(indexed):
+    assert_same(*both(indexed, "kafka deploy", kinds=("memory", "note"), statuses=None))
+    assert_same(*both(indexed, "kafka deploy", tags=("Kafka",)))
+    fast, _ = both(indexed, "kafka deploy", kinds=("note",), statuses=None)
+    assert [p for p, _ in fast] == ["Projects/Kafka Outage.md"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(WORDS + STOP + ["unknownword", "KAFKA", "Deploy."]), min_size=1, max_size=6))
+def test_fast_path_equals_whoosh_on_any_plain_query(indexed, words):
+    text = " ".join(words)
+    if bm25.plain_words(text) is None:
+        return
+    assert_same(*both(indexed, text))

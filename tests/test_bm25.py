@@ -107,3 +107,33 @@ def test_fast_path_equals_whoosh_on_any_plain_query(indexed, words):
     if bm25.plain_words(text) is None:
         return
     assert_same(*both(indexed, text))
+
+
+def test_filter_postings_cached_per_segment_stay_true_across_commits_and_merges(tmp_path):
+    store = MemoryStore(tmp_path / "v", clock=Clock())
+    store.init()
+    ids = [store.save(f"Kafka retention plan number {i} for the {w} cluster", dedupe=False)["memory_id"]
+           for i, w in enumerate(("orders", "billing", "search", "audit"))]
+
+    def found(statuses=("active", "promoted")):
+        hits, _ = store.index.search("kafka retention", kinds=("memory",), statuses=statuses, limit=10)
+        return sorted(store.index.by_paths([p for p, _ in hits])[p].id for p, _ in hits)
+
+    assert found() == sorted(ids)
+    cache = store.index._segment_docs
+    assert cache  # the filters' doc numbers were read and kept
+    # Moving a note to the archive (as a person would) re-indexes it in a new segment and
+    # deletes its old document: the old segment's cached doc numbers still list it, and the
+    # deletion must win.
+    path = tmp_path / "v" / store.resolve(ids[1]).path
+    path.rename(tmp_path / "v/memory/archive" / path.name)
+    store.sync()
+    assert found() == sorted(ids[:1] + ids[2:])
+    assert found(("archived",)) == [ids[1]]
+    # A merge into one segment: entries of the merged-away segments are dropped.
+    with store.index.ix.writer() as writer:
+        writer.mergetype = __import__("whoosh.writing", fromlist=["OPTIMIZE"]).OPTIMIZE
+    assert found() == sorted(ids[:1] + ids[2:])
+    live = {bm25._segment_id(r) for r, _ in store.index._searcher().reader().leaf_readers()}
+    assert len(live) == 1 and {key[0] for key in cache} == live
+    store.close()

@@ -9,7 +9,7 @@ import yaml
 
 from conftest import FIXTURES, invoke
 from vaultmem import enrich
-from vaultmem.enrich import get_enricher, phrase_regex, similarity
+from vaultmem.enrich import duplicate_query, get_enricher, phrase_regex, similarity
 from vaultmem.errors import InvalidInput
 
 SENTENCES = yaml.safe_load((FIXTURES / "entities" / "sentences.yaml").read_text())
@@ -162,6 +162,15 @@ def test_a_near_identical_save_reinforces_the_existing_memory(store, vault_path,
     assert again["message"] == f"Near-duplicate of {first['memory_id']} (similarity 1.00); reinforced it instead"
     assert len(list((vault_path / "memory/stm").glob("*.md"))) == 1
     assert "last_used: 2026-11-22T12:15:00Z\n" in (vault_path / first["path"]).read_text()
+
+
+def test_duplicate_check_reads_operator_words_as_plain_words(store, vault_path):
+    # The candidate query is plain words on the content field: "NOT"/"OR" in a memory are words.
+    assert duplicate_query("Do NOT deploy OR restart kafka-connect (ever) at: night") == \
+        "connect restart deploy kafka night ever"
+    first = store.save("Do NOT deploy OR restart kafka-connect (ever) at: night")
+    again = store.save("do not deploy or restart kafka-connect ever at night")
+    assert again["status"] == "duplicate" and again["memory_id"] == first["memory_id"]
 
 
 def test_a_changed_fact_is_not_a_duplicate(store, vault_path):

@@ -323,13 +323,17 @@ def similarity(new: str, existing: str) -> float:
 
 
 def duplicate_query(content: str, max_terms: int = 8) -> str:
-    """A cheap candidate query: the content field OR its longest distinct words.
+    """A cheap candidate query: the content's longest distinct words, plain (OR-ed).
 
     A near-identical memory shares almost every word, so its rarest (longest) few are
-    enough to bring it into the top hits; fewer terms on one field keep the lookup fast.
+    enough to bring it into the top hits; the caller searches the content field only.
     """
-    distinct = sorted({w for w in words(content) if len(w) > 2}, key=lambda w: (-len(w), w))
-    return " OR ".join(f"content:{w}" for w in distinct[:max_terms])
+    distinct = sorted({w for w in words(content) if len(w) > 2 and w.upper() not in _QUERY_OPERATORS},
+                      key=lambda w: (-len(w), w))
+    return " ".join(distinct[:max_terms])
+
+
+_QUERY_OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "TO"})
 
 
 _ENRICHERS: dict[tuple[Any, ...], Enricher] = {}

@@ -304,6 +304,7 @@ class Index:
         self._search_ix: Any = None
         self._allowed_cache: dict[str, Any] = {}
         self._lengths_cache: dict[Any, Any] = {}
+        self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
 
     # -- opening ----------------------------------------------------------------------------
@@ -352,7 +353,7 @@ class Index:
         if self._search is not None:
             self._search.close()
         self._search = self._search_ix = None
-        self._allowed_cache, self._lengths_cache = {}, {}
+        self._allowed_cache, self._lengths_cache, self._segment_docs = {}, {}, {}
         self._fingerprints = None
         if self._db is not None:
             self._db.close()
@@ -565,12 +566,15 @@ class Index:
         return self.db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
 
     def search(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
-               tags: Sequence[str] = (),
-               limit: int = 100) -> tuple[list[tuple[str, float]], bool]:
-        """BM25F matches as (path, relevance), best first, and whether that is every match."""
+               tags: Sequence[str] = (), limit: int = 100,
+               fields: Sequence[str] = SEARCH_FIELDS) -> tuple[list[tuple[str, float]], bool]:
+        """BM25F matches as (path, relevance), best first, and whether that is every match.
+
+        `fields` narrows where the words are looked for (the duplicate check: content only)."""
         for attempt in range(5):
             try:
-                return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit)
+                return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit,
+                                         fields=fields)
             except FileNotFoundError:
                 # A writer (the watcher, another CLI call) committed a new generation and
                 # removed the one this reader was opening: open the new one.
@@ -584,10 +588,11 @@ class Index:
                 break
         # Still failing: the files are damaged (a segment a sync client deleted, a garbage TOC).
         self.repair()
-        return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit)
+        return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit, fields=fields)
 
     def _search_once(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
-                     tags: Sequence[str], limit: int) -> tuple[list[tuple[str, float]], bool]:
+                     tags: Sequence[str], limit: int,
+                     fields: Sequence[str] = SEARCH_FIELDS) -> tuple[list[tuple[str, float]], bool]:
         from vaultmem import bm25
 
         _check_syntax(text)
@@ -603,7 +608,7 @@ class Index:
         if not allowed:
             return [], True
         words = bm25.plain_words(text)
-        plan = bm25.query_terms(ix.schema, SEARCH_FIELDS, words, _stemmer()) if words is not None else None
+        plan = bm25.query_terms(ix.schema, fields, words, _stemmer()) if words is not None else None
         if plan is not None:  # plain words: BM25F straight off the postings (see bm25.py)
             terms, n_words = plan
             scores, masks = bm25.score(searcher, terms, allowed, BM25_B, BM25_K1, self._lengths_cache)
@@ -613,22 +618,22 @@ class Index:
             top = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
             found = [(searcher.stored_fields(doc)["path"], s) for doc, s in top]
             return found, len(scores) <= limit
-        return self._whoosh_search(searcher, text, allowed, limit)
+        return self._whoosh_search(searcher, text, allowed, limit, fields)
 
-    def _whoosh_search(self, searcher: Any, text: str, allowed: set[int],
-                       limit: int) -> tuple[list[tuple[str, float]], bool]:
+    def _whoosh_search(self, searcher: Any, text: str, allowed: set[int], limit: int,
+                       fields: Sequence[str] = SEARCH_FIELDS) -> tuple[list[tuple[str, float]], bool]:
         """Queries with syntax (phrases, operators, fields, wildcards): Whoosh's parser and scorer."""
         from whoosh import query as Q
         from whoosh.qparser import MultifieldParser, OrGroup
 
         group = OrGroup.factory(COORDINATION) if COORDINATION else OrGroup
-        parser = MultifieldParser(list(SEARCH_FIELDS), self.ix.schema, group=group, fieldboosts=FIELD_BOOSTS)
+        parser = MultifieldParser(list(fields), self.ix.schema, group=group, fieldboosts=FIELD_BOOSTS)
         parsed = parser.parse(text)
         if parsed is Q.NullQuery:
             return [], True
         hits = searcher.search(parsed, limit=limit, filter=allowed, terms=True)
         stem = _stemmer()
-        wanted = {stem(t) for f, t in parsed.iter_all_terms() if f in SEARCH_FIELDS}
+        wanted = {stem(t) for f, t in parsed.iter_all_terms() if f in fields}
         found = []
         for hit in hits:
             matched = {stem(t) for f, t in hit.matched_terms()} & wanted
@@ -658,8 +663,10 @@ class Index:
         key = repr(filters)
         allowed = self._allowed_cache.get(key)
         if allowed is None:
+            if not self._allowed_cache:  # a new searcher: forget segments merged away
+                bm25.prune(self._segment_docs, searcher)
             for field, values in filters:
-                docs = bm25.docs_with(searcher, field, values)
+                docs = bm25.docs_with(searcher, field, values, self._segment_docs)
                 allowed = docs if allowed is None else allowed & docs
             if len(self._allowed_cache) > 64:
                 self._allowed_cache.clear()

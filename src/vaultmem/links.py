@@ -68,7 +68,7 @@ def target_key(target: str) -> str:
 
 def _fold(text: str) -> str:
     """Case- and normalisation-insensitive form (macOS file names are often NFD: `zoe\u0308`)."""
-    return unicodedata.normalize("NFC", text).lower()
+    return text.lower() if text.isascii() else unicodedata.normalize("NFC", text).lower()
 
 
 def is_attachment(target: str) -> bool:
@@ -383,8 +383,6 @@ def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: boo
     db.executemany("INSERT OR IGNORE INTO aliases VALUES (?,?)", alias_rows)
     if not full and not link_rows and not affected:
         return
-    resolver = Resolver([p for (p,) in db.execute("SELECT path FROM notes")],
-                        db.execute("SELECT path, alias FROM aliases").fetchall())
     if full:
         todo = db.execute("SELECT rowid, src, target, target_key, dst FROM links").fetchall()
     else:
@@ -396,6 +394,11 @@ def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: boo
                 chunk = values[i:i + 500]
                 todo += db.execute(f"SELECT rowid, src, target, target_key, dst FROM links WHERE {column} IN"
                                    f" ({','.join('?' * len(chunk))})", chunk).fetchall()
+    if not todo:  # the common save: a note nothing links to, with no links of its own
+        return
+    # Built only now: over every note path, it is most of a one-note commit at 100,000 notes.
+    resolver = Resolver([p for (p,) in db.execute("SELECT path FROM notes")],
+                        db.execute("SELECT path, alias FROM aliases").fetchall())
     updates = []
     for rowid, src, target, key, dst in todo:
         new = None if is_attachment(target) else resolver.resolve(key, src)

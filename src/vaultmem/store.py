@@ -294,7 +294,8 @@ class MemoryStore:
         query = duplicate_query(content)
         if not query:
             return None
-        hits, _total = self.index.search(query, kinds=("memory",), statuses=DEFAULT_STATUSES, limit=5)
+        hits, _total = self.index.search(query, kinds=("memory",), statuses=DEFAULT_STATUSES, limit=5,
+                                         fields=("content",))
         records = self.index.by_paths([p for p, _ in hits])
         best: tuple[Record, float] | None = None
         for path, _score in hits:

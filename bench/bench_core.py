@@ -143,7 +143,8 @@ def self_retrieval(store: MemoryStore, pairs: list[tuple[str, str]], queries: in
 
     from whoosh.analysis import STOP_WORDS
 
-    words_of = lambda text: re.findall(r"[^\W\d_]{2,}", text)  # noqa: E731
+    # whole words as the note has them ("Auth0", "p95"), numbers left out
+    words_of = lambda text: [w for w in re.findall(r"\w{2,}", text) if not w.isdigit()]  # noqa: E731
     postings: dict[str, set[int]] = {}
     for i, (_mid, content) in enumerate(pairs):
         for w in set(w.lower() for w in words_of(content)):

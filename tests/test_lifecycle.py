@@ -157,6 +157,21 @@ def test_search_blends_review_candidates_and_marks_them(store, vault_path):
                                                                include_review_candidates=False)["results"])
 
 
+def test_a_review_candidate_never_displaces_a_better_match(store, vault_path):
+    for n in range(10):
+        write_memory(vault_path, "stm", f"fresh-{n}", mid(n), f"kafka topic partition note {n}", age=H)
+    # in the danger zone, but it matches one query word of three: it takes no slot
+    write_memory(vault_path, "stm", "fading-weak", mid(20), "kafka consumer lag alert", age=5.5 * D)
+    results = store.search("kafka topic partition", top_k=10)["results"]
+    assert [r["id"] for r in results] == [mid(n) for n in range(10)]
+    assert not any(r["review_candidate"] for r in results)
+    # one that matches as well as the fresh notes does (its decay, not its match, ranked it lower)
+    write_memory(vault_path, "stm", "fading-strong", mid(21), "kafka topic partition fading", age=5.5 * D)
+    results = store.search("kafka topic partition", top_k=10)["results"]
+    assert [r["id"] for r in results if r["review_candidate"]] == [mid(21)]
+    assert mid(20) not in [r["id"] for r in results]
+
+
 # -- observe -------------------------------------------------------------------------------------------
 
 

@@ -513,6 +513,9 @@ def blend_review_candidates(ranked: list[tuple[Record, float, float | None, floa
     Review candidates are matches ranked below top_k whose score is in the danger zone
     (0.15-0.35): they take every ~1/review_blend_ratio-th slot (3rd, 6th, 9th at 0.3),
     highest review priority first, so relevant memories about to be forgotten surface.
+    A candidate only takes the place of a result that matches the query no better than it
+    does (relevance), so the blend never hides a better match (a fading memory that matches
+    as well as a fresh one still surfaces: its decay, not its match, ranked it lower).
     """
     primary = [(*r, False) for r in ranked[:top_k]]
     n_review = int(round(top_k * settings.review_blend_ratio))
@@ -521,10 +524,18 @@ def blend_review_candidates(ranked: list[tuple[Record, float, float | None, floa
     due = [(review_priority(r[1], settings), i, r) for i, r in enumerate(ranked[top_k:])]
     due = [d for d in due if d[0] > 0]
     due.sort(key=lambda d: (-d[0], d[1]))
-    review = [(*d[2], True) for d in due[:n_review]]
+    relevance = lambda r: r[2] or 0.0  # noqa: E731
+    # the results a candidate may replace: the lowest-ranked n_review, least relevant first
+    tail = sorted(range(max(0, top_k - n_review), top_k), key=lambda i: (relevance(primary[i]), -i))
+    review, dropped = [], set()
+    for _priority, _i, cand in due[:n_review]:
+        weakest = next((i for i in tail if i not in dropped), None)
+        if weakest is not None and relevance(primary[weakest]) <= relevance(cand):
+            dropped.add(weakest)
+            review.append((*cand, True))
     if not review:
         return primary
-    keep = primary[: top_k - len(review)]
+    keep = [p for i, p in enumerate(primary) if i not in dropped]
     step = max(2, int(round(1 / settings.review_blend_ratio))) if settings.review_blend_ratio > 0 else top_k + 1
     out: list[tuple[Record, float, float | None, float, bool]] = []
     while keep or review:

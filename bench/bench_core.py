@@ -1,7 +1,9 @@
 """Core benchmark: rebuild, freshness check, save, search, cold CLI, size, RSS, self-retrieval.
 
-Builds a vault of N synthetic but realistic memories (people, projects, tools, numbers,
-dates; each with a codename or ticket so that memories are distinguishable), then measures.
+Builds a vault of N synthetic but realistic memories, then measures. The default corpus
+(`bench/corpus.py`, `--corpus varied`) draws each memory's frame, wording and specifics from
+pools, as real notes vary; `--corpus templates` is the first corpus (8 fixed sentence shapes),
+kept to reproduce earlier figures.
 
     python bench/bench_core.py --sizes 1000,10000,100000
 
@@ -22,7 +24,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+import corpus  # bench/corpus.py (the script's folder is on sys.path)
 from vaultmem.note import Memory, render_note, slugify
 from vaultmem.store import MemoryStore
 
@@ -82,16 +86,17 @@ def sentence(rng: random.Random) -> str:
     return rng.choice(forms)
 
 
-def build_vault(root: Path, n: int, seed: int = 7) -> list[tuple[str, str]]:
+def build_vault(root: Path, n: int, seed: int = 7, make: Any = None) -> list[tuple[str, str]]:
     """Write N memory notes directly (as a sync client would); return (id, content) pairs."""
+    make = make or corpus.memory
     rng = random.Random(seed)
     MemoryStore(root, clock=lambda: NOW).vault.init()
     stm = root / "memory/stm"
     template = (Path(__file__).resolve().parent.parent / "src/vaultmem/templates/memory.md").read_text()
     pairs = []
     for i in range(n):
-        content = sentence(rng)
-        if rng.random() < 0.4:
+        content = make(rng)
+        if make is sentence and rng.random() < 0.4:
             content += " " + sentence(rng)
         created = NOW - dt.timedelta(days=rng.uniform(0, 60))
         last_used = created + dt.timedelta(days=rng.uniform(0, (NOW - created).days or 1))
@@ -131,7 +136,7 @@ def cli_time(args: list[str], env: dict[str, str], repeat: int = 5) -> float:
 
 def self_retrieval(store: MemoryStore, pairs: list[tuple[str, str]], queries: int,
                    rng: random.Random) -> tuple[float, float, float, list[float]]:
-    """3 random words of a random memory must find it in the top 10.
+    """3 random words of a random memory (words the index keeps) must find it in the top 10.
 
     Returns the hit rate over all queries; the ceiling, i.e. the rate a perfect ranking would
     reach (when k > 10 memories contain all three words, they tie and the target can be in
@@ -141,7 +146,9 @@ def self_retrieval(store: MemoryStore, pairs: list[tuple[str, str]], queries: in
     """
     import re
 
-    from whoosh.analysis import STOP_WORDS
+    # Query words are words the index keeps: vaultmem's analyzer drops its stop words
+    # ("there", "before", "about" ...) from notes and queries alike, so they cannot find anything.
+    from vaultmem.analysis import STOP_WORDS
 
     # whole words as the note has them ("Auth0", "p95"), numbers left out
     words_of = lambda text: [w for w in re.findall(r"\w{2,}", text) if not w.isdigit()]  # noqa: E731
@@ -169,11 +176,11 @@ def self_retrieval(store: MemoryStore, pairs: list[tuple[str, str]], queries: in
     return hits / asked, ceiling / asked, clear_hits / max(clear, 1), times
 
 
-def run(n: int, workdir: Path) -> dict[str, float]:
+def run(n: int, workdir: Path, make: Any) -> dict[str, float]:
     root = workdir / f"vault-{n}"
     shutil.rmtree(root, ignore_errors=True)
     t = time.perf_counter()
-    pairs = build_vault(root, n)
+    pairs = build_vault(root, n, make=make)
     write_s = time.perf_counter() - t
     store = MemoryStore(root, clock=lambda: NOW)
     t = time.perf_counter()
@@ -181,7 +188,7 @@ def run(n: int, workdir: Path) -> dict[str, float]:
     rebuild_s = time.perf_counter() - t
     fresh = timed(store.sync, 20)
     rng = random.Random(11)
-    saves = timed(lambda: store.save(sentence(rng)), 50)
+    saves = timed(lambda: store.save(make(rng)), 50)
     queries = [" ".join(rng.sample(TOPICS + TOOLS, 2)) for _ in range(200)]
     store.search(queries[0])  # warm the searcher
     sync, store.sync = store.sync, lambda *a, **k: None  # time the query itself; freshness is timed above
@@ -214,6 +221,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated vault sizes")
     parser.add_argument("--workdir", type=Path, default=None, help="where to build vaults (default: a temp dir)")
+    parser.add_argument("--corpus", choices=("varied", "templates"), default="varied",
+                        help="memories from bench/corpus.py (default) or the first 8-shape generator")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="vaultmem-bench-"))
     cols = [("n", "memories", "{:,}"), ("write_s", "write notes s", "{:.1f}"), ("rebuild_s", "full rebuild s", "{:.2f}"),
@@ -227,7 +236,7 @@ def main() -> None:
     print("| " + " | ".join(c[1] for c in cols) + " |")
     print("|" + "---|" * len(cols))
     for n in [int(s) for s in args.sizes.split(",")]:
-        row = run(n, workdir)
+        row = run(n, workdir, corpus.memory if args.corpus == "varied" else sentence)
         print("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in cols) + " |", flush=True)
     if args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)

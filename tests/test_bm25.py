@@ -48,12 +48,7 @@ def indexed(tmp_path_factory):
 def both(store: MemoryStore, text: str, kinds=("memory",), statuses=("active", "promoted"), tags=()):
     index = store.index
     searcher = index._searcher()
-    filters = [("kind", tuple(kinds))]
-    if statuses:
-        filters.append(("status", tuple(statuses)))
-    if tags:
-        filters.append(("tags", tuple(t.lower() for t in tags)))
-    allowed = index._allowed(searcher, filters)
+    allowed = index._allowed(searcher, kinds, statuses, tags)
     fast, _ = index._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=1000)
     slow, _ = index._whoosh_search(searcher, text, allowed, 1000)
     return fast, slow

@@ -599,12 +599,7 @@ class Index:
         ix = self.ix
         text = natural_query(text)
         searcher = self._searcher()
-        filters = [("kind", tuple(kinds))]
-        if statuses:
-            filters.append(("status", tuple(statuses)))
-        if tags:
-            filters.append(("tags", tuple(t.lower() for t in tags)))
-        allowed = self._allowed(searcher, filters)
+        allowed = self._allowed(searcher, kinds, statuses, tags)
         if not allowed:
             return [], True
         words = bm25.plain_words(text)
@@ -656,10 +651,17 @@ class Index:
             self._allowed_cache, self._lengths_cache = {}, {}
         return self._search
 
-    def _allowed(self, searcher: Any, filters: list[tuple[str, tuple[str, ...]]]) -> set[int]:
-        """The doc numbers passing every (field, any of values) filter, cached per searcher."""
+    def _allowed(self, searcher: Any, kinds: Sequence[str], statuses: Sequence[str] | None,
+                 tags: Sequence[str]) -> set[int]:
+        """The doc numbers of the given kinds, statuses (None: any) and tags (any of; none:
+        no tag filter), cached per searcher."""
         from vaultmem import bm25
 
+        filters = [("kind", tuple(kinds))]
+        if statuses:
+            filters.append(("status", tuple(statuses)))
+        if tags:
+            filters.append(("tags", tuple(t.lower() for t in tags)))
         key = repr(filters)
         allowed = self._allowed_cache.get(key)
         if allowed is None:

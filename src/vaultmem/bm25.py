@@ -137,44 +137,51 @@ def prune(cache: dict[Any, Any], searcher: Any) -> None:
         del cache[key]
 
 
-def _length_reader(reader: Any, field: str, cache: dict[Any, Any]) -> Callable[[int], Any]:
-    """doc number -> the field's length as Whoosh scores it (`doc_field_length(d, field, 1)`).
+def _lengths(reader: Any, field: str, cache: dict[Any, Any]) -> tuple[bytes, list[Any]] | Callable[[int], Any]:
+    """The field's lengths as Whoosh scores them (`doc_field_length(d, field, 1)`).
 
-    whoosh3 keeps lengths as one byte per note in a column: read the column's bytes once per
-    reader and decode through a 256-entry table instead of a column lookup per posting.
+    whoosh3 keeps a length as one byte per note in a column: its bytes and the 256-entry
+    decoding table, read once per reader, so scoring needs no call per posting. Another
+    Whoosh release: its per-document accessor.
     """
     key = (id(reader), field)
     if key in cache:
         return cache[key]
     perdoc = getattr(reader, "_perdoc", None)
-    get: Callable[[int], Any] | None = None
+    found: Any = None
     try:
         from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
         from whoosh.util.numeric import byte_to_length
 
         column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
         if column is None:
-            get = lambda docnum: 1  # noqa: E731  (no lengths stored: Whoosh's default)
+            found = lambda docnum: 1  # noqa: E731  (no lengths stored: Whoosh's default)
         elif getattr(column, "_typecode", None) == "B" and getattr(column, "_fixedlen", None) == 1:
             raw = column._dbfile.get(column._basepos, column._count)
             raw += bytes(max(0, reader.doc_count_all() - len(raw)))
-            table = [byte_to_length(b) if b else None for b in range(256)]
-            get = lambda docnum: table[raw[docnum]]  # noqa: E731
+            # byte 0 decodes to None, as in whoosh3's doc_field_length (never a posting's note)
+            found = (raw, [byte_to_length(b) if b else None for b in range(256)])
     except Exception:  # another Whoosh release: its public accessor
-        get = None
-    if get is None:
+        found = None
+    if found is None:
         fast = getattr(perdoc, "doc_field_length_reader", None)
-        get = fast(field, 1) if fast is not None else (lambda docnum: reader.doc_field_length(docnum, field, 1))
-    cache[key] = get
-    return get
+        found = fast(field, 1) if fast is not None else (lambda docnum: reader.doc_field_length(docnum, field, 1))
+    cache[key] = found
+    return found
 
 
 def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int] | frozenset[int],
           b: float, k1: float, cache: dict[Any, Any]) -> tuple[dict[int, float], dict[int, int]]:
     """(doc number -> BM25F summed over the matched terms, doc number -> bitmask of matched
-    words). `cache` holds per-reader field lengths; give one per searcher."""
+    words). `cache` holds per-reader field lengths; give one per searcher.
+
+    Each posting adds whoosh.scoring.bm25's value, computed in the same order so both paths
+    give the same floats: idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length / avgfl))),
+    with the length term looked up in a table over the 256 length bytes.
+    """
     acc: dict[int, float] = {}
     masks: dict[int, int] = {}
+    k1p1 = k1 + 1
     for field, text, bit in terms:
         idf = searcher.idf(field, text)
         avgfl = searcher.avg_field_length(field) or 1
@@ -182,18 +189,25 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
             matcher = _postings(reader, field, text)
             if matcher is None:
                 continue
-            length = _length_reader(reader, field, cache)
+            lengths = _lengths(reader, field, cache)
+            if isinstance(lengths, tuple):
+                raw, decoded = lengths
+                table = [None if n is None else k1 * ((1 - b) + b * n / avgfl) for n in decoded]
+                norm = lambda d, raw=raw, table=table: table[raw[d]]  # noqa: E731
+            else:
+                norm = lambda d, length=lengths: k1 * ((1 - b) + b * length(d) / avgfl)  # noqa: E731
+                raw = table = None
             for ids, weights in _blocks(matcher):
                 for d, tf in zip(ids, weights):
                     doc = d + offset
                     if doc not in allowed:
                         continue
-                    # whoosh.scoring.bm25, term for term, so both paths give the same floats
-                    s = idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length(d) / avgfl)))
-                    if doc in acc:
-                        acc[doc] += s
-                        masks[doc] |= bit
-                    else:
+                    s = idf * ((tf * k1p1) / (tf + (table[raw[d]] if raw is not None else norm(d))))
+                    prev = acc.get(doc)
+                    if prev is None:
                         acc[doc] = s
                         masks[doc] = bit
+                    else:
+                        acc[doc] = prev + s
+                        masks[doc] |= bit
     return acc, masks

@@ -608,10 +608,8 @@ class Index:
             terms, n_words = plan
             scores, masks = bm25.score(searcher, terms, allowed, BM25_B, BM25_K1, self._lengths_cache)
             share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
-            for doc, mask in masks.items():
-                scores[doc] *= share[mask.bit_count()]
-            top = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
-            found = [(searcher.stored_fields(doc)["path"], s) for doc, s in top]
+            top = heapq.nsmallest(limit, [(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()])
+            found = [(searcher.stored_fields(doc)["path"], -neg) for neg, doc in top]
             return found, len(scores) <= limit
         return self._whoosh_search(searcher, text, allowed, limit, fields)
 

@@ -45,7 +45,7 @@ def test_save_embeds_and_a_changed_text_is_re_embedded(estore, vault_path):
     saved = estore.save("I adopted a puppy called Rex", meta={"speaker": "Ann"})
     assert saved["has_embedding"] is True
     rec = estore.resolve(saved["memory_id"])
-    assert estore.vectors.hashes() == {rec.id: embeddings.text_hash("Ann: I adopted a puppy called Rex")}
+    assert estore.vectors.hashes() == {rec.id: embeddings.text_hash('Ann: "I adopted a puppy called Rex"')}
     path = vault_path / rec.path
     path.write_text(path.read_text().replace("Rex", "Max"))
     estore.sync()

@@ -46,6 +46,11 @@ UPSTREAM_SHA256 = {
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
 }
 
+# Labels vaultmem's classifier writes into a saved memory's properties (`store.save`'s
+# enrichment): the same few words on thousands of memories say nothing about this one, so
+# they are not embedded as its context (`Ann reference general: "..."` otherwise).
+GENERATED_KEYS = frozenset({"urgency", "domain"})
+
 _model: Any = None
 
 
@@ -138,9 +143,12 @@ def embed_text(rec: "Record") -> str:
     text makes it read as what that speaker said, so "I" is tied to the name the question
     uses. LoCoMo dev, MiniLM alone, recall@5 (conv-26 / conv-30): text only 19.7 / 19.5,
     `Caroline: text` 33.0 / 31.4, `Caroline: "text"` 42.6 / 43.2 (bench/fusion_probe.py)."""
+    import dataclasses
+
     from vaultmem.index import property_terms
 
-    context = property_terms(rec)
+    props = {k: v for k, v in rec.props.items() if k not in GENERATED_KEYS}
+    context = property_terms(dataclasses.replace(rec, props=props))
     text = rec.content[:2000]
     return f'{context}: "{text}"' if context else text
 

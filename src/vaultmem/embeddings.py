@@ -22,7 +22,8 @@ import importlib.util
 import os
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 from vaultmem.errors import InvalidInput, MissingExtra
 
@@ -143,12 +144,13 @@ def embed_text(rec: "Record") -> str:
     text makes it read as what that speaker said, so "I" is tied to the name the question
     uses. LoCoMo dev, MiniLM alone, recall@5 (conv-26 / conv-30): text only 19.7 / 19.5,
     `Caroline: text` 33.0 / 31.4, `Caroline: "text"` 42.6 / 43.2 (bench/fusion_probe.py)."""
-    import dataclasses
-
     from vaultmem.index import property_terms
 
-    props = {k: v for k, v in rec.props.items() if k not in GENERATED_KEYS}
-    context = property_terms(dataclasses.replace(rec, props=props))
+    if GENERATED_KEYS.isdisjoint(rec.props):
+        context = property_terms(rec)
+    else:  # property_terms reads only `props` (a copy of the Record would cost 5x more per memory)
+        props = {k: v for k, v in rec.props.items() if k not in GENERATED_KEYS}
+        context = property_terms(cast("Record", SimpleNamespace(props=props)))
     text = rec.content[:2000]
     return f'{context}: "{text}"' if context else text
 

@@ -110,6 +110,8 @@ def evaluate(store: Any, path_to_dia: dict[str, str], qa: list[dict[str, Any]], 
     from vaultmem.errors import VaultmemError
 
     store.settings.decay_weight = decay_weight
+    if "vaultmem.embeddings" in sys.modules:  # time each run's query embeddings, not a cache hit
+        sys.modules["vaultmem.embeddings"]._query_cache.clear()
     rows, times = [], []
     for item in qa:
         evidence = set(normalise_evidence(item.get("evidence") or []))
@@ -150,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decay-weight", type=float, default=None,
                     help="decay_weight for decay=on (default: the setting's default).")
     ap.add_argument("--fusion", choices=("rrf", "score"), default=None,
-                    help="Hybrid fusion method (default: the setting's, rrf).")
+                    help="Hybrid fusion method (default: the setting's, score).")
     ap.add_argument("--limit", type=int, default=0, help="Only the first N conversations (0 = all).")
     ap.add_argument("--no-captions", action="store_true", help="Leave image captions out of the notes.")
     ap.add_argument("--by-category", action="store_true", help="Also print the per-category rows.")

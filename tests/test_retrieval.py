@@ -17,7 +17,7 @@ from vaultmem.cli import cli
 from vaultmem.config import load_settings
 from vaultmem.errors import ConfigError, InvalidInput, MissingExtra
 from vaultmem.index import natural_query, property_terms, title_terms
-from vaultmem.store import MemoryStore, fuse
+from vaultmem.store import MemoryStore, fuse, semantic_relevance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import retrieval as bench  # noqa: E402
@@ -84,14 +84,46 @@ def test_fuse_rrf_normalises_to_the_best_sum():
                                    "c": (1 / 63) / best})
 
 
-def test_fuse_score_and_semantic_scale_to_the_best_hit():
+def test_semantic_relevance_runs_from_the_median_cosine_to_the_best():
+    # sorted 0.1 0.3 0.5 0.6 0.9: median 0.5, best 0.9, span 0.4
+    semantic = {"b": 0.9, "c": 0.6, "f": 0.5, "d": 0.3, "e": 0.1}
+    assert semantic_relevance(semantic) == pytest.approx({"b": 1.0, "c": 0.25, "f": 0.0, "d": 0.0, "e": 0.0})
+    # an even count: the median is the mean of the middle two, (0.4 + 0.6) / 2
+    assert semantic_relevance({"p": 0.2, "q": 0.4, "r": 0.6, "s": 1.0}) == pytest.approx(
+        {"p": 0.0, "q": 0.0, "r": 0.2, "s": 1.0})
+    # nothing stands out (one memory, or all alike): every one is as relevant as the best
+    assert semantic_relevance({"x": -0.2}) == {"x": 1.0}
+    assert semantic_relevance({"x": 0.3, "y": 0.3}) == {"x": 1.0, "y": 1.0}
+    assert semantic_relevance({}) == {}
+
+
+def test_fuse_score_adds_half_of_each_and_scales_to_the_best_hit():
     lexical = {"a": 1.0, "b": 0.5}
-    semantic = {"b": 0.8, "c": 0.4}
-    # a: 0.5 * 1.0; b: 0.5 * 0.5 + 0.5 * 0.8 / 0.8 = 0.75 (best); c: 0.5 * 0.4 / 0.8
+    semantic = {"b": 0.9, "c": 0.6, "f": 0.5, "d": 0.3, "e": 0.1}
+    # a: 0.5 * 1.0 + 0 = 0.5; b: 0.5 * 0.5 + 0.5 * 1.0 = 0.75 (best); c: 0.5 * 0.25
     assert fuse(lexical, semantic, "hybrid", "score") == pytest.approx(
-        {"a": 0.5 / 0.75, "b": 1.0, "c": 0.25 / 0.75})
-    assert fuse({}, semantic, "semantic") == pytest.approx({"b": 1.0, "c": 0.5})
-    assert fuse({}, {"x": -0.2}, "semantic") == {"x": 0.0}
+        {"a": 0.5 / 0.75, "b": 1.0, "c": 0.125 / 0.75, "f": 0.0, "d": 0.0, "e": 0.0})
+    # depth keeps the top 2 by cosine (and by BM25F), but the median is still over all five
+    assert fuse(lexical, semantic, "hybrid", "score", depth=2) == pytest.approx(
+        {"a": 0.5 / 0.75, "b": 1.0, "c": 0.125 / 0.75})
+    assert fuse({}, semantic, "semantic") == pytest.approx({"b": 1.0, "c": 0.25, "f": 0.0, "d": 0.0, "e": 0.0})
+    assert fuse({}, semantic, "semantic", depth=2) == pytest.approx({"b": 1.0, "c": 0.25})
+
+
+def test_semantic_ranking_blends_decay_and_keeps_cosine_order_below_the_median(store, clock, monkeypatch):
+    """Without the model: similarities are given, the rest is the real ranking path."""
+    ids = {}
+    for text in ("alpha", "beta", "gamma", "delta", "epsilon"):
+        ids[text] = store.resolve(store.save(text)["memory_id"]).path
+    cosines = {ids["alpha"]: 0.9, ids["beta"]: 0.7, ids["gamma"]: 0.5, ids["delta"]: 0.2, ids["epsilon"]: 0.4}
+    monkeypatch.setattr(embeddings, "stale", lambda records, vectors, force=False: [])
+    monkeypatch.setattr(embeddings, "similarities", lambda text, records, vectors: dict(cosines))
+    store.settings.decay_weight = 0.0
+    ranked, sims = store._rank_semantic("q", "semantic", ("active",), (), None, None, 5, store.now())
+    # median 0.5, span 0.4: alpha 1.0, beta 0.5; gamma, epsilon, delta 0 and then by cosine
+    assert [(r[0].path, round(r[2], 6)) for r in ranked] == [
+        (ids["alpha"], 1.0), (ids["beta"], 0.5), (ids["gamma"], 0.0), (ids["epsilon"], 0.0), (ids["delta"], 0.0)]
+    assert sims == cosines
 
 
 def test_search_reports_its_mode_and_defaults_to_lexical_without_vectors(store):
@@ -187,3 +219,13 @@ def test_bench_runs_on_a_tiny_locomo_file(tmp_path, capsys):
     assert out["lexical decay=on"]["recall"]["all"] == {"n": 3, "R@1": 100.0, "R@5": 100.0, "R@10": 100.0,
                                                         "R@25": 100.0, "R@50": 100.0}
     assert out["lexical decay=on"]["recall"]["4 single-hop"]["n"] == 2
+
+
+def test_embedded_text_quotes_the_content_after_the_speaker_and_skips_classifier_labels(store):
+    """What the model sees (no model needed): wordy properties, then the content in quotes;
+    the enrichment's urgency/domain labels are not context."""
+    rec = store.resolve(store.save("I adopted a puppy", meta={"speaker": "Ann", "urgency": "reference",
+                                                              "domain": "general", "dia_id": "D1:3"})["memory_id"])
+    assert embeddings.embed_text(rec) == 'Ann: "I adopted a puppy"'
+    plain = store.resolve(store.save("Renew the TLS certificate")["memory_id"])
+    assert embeddings.embed_text(plain) == "Renew the TLS certificate"

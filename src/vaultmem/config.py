@@ -74,7 +74,7 @@ class Settings:
     search_candidates: int = 100
     decay_weight: float = 0.3
     embeddings: str = "auto"  # auto (when the extra is installed) | on | off
-    hybrid_fusion: str = "score"  # score (0.5 BM25F/best + 0.5 cosine/best) | rrf
+    hybrid_fusion: str = "score"  # score (0.5 BM25F/best + 0.5 cosine rescaled median..best) | rrf
     rrf_k: int = 60
     # enrichment (enrich.py, activation.py)
     enable_preprocessing: bool = True  # auto entities/strength/type on save

@@ -54,6 +54,19 @@ def test_custom_properties_are_searchable_but_ids_and_dates_are_not(store):
     assert store.search("D3")["count"] == 0
 
 
+def test_classifier_labels_and_wikilink_properties_are_not_searchable_words(store):
+    # enrichment writes urgency/domain labels on every save: "reference" must not match them all
+    mid = store.save("Renew the TLS certificate for the API gateway")["memory_id"]
+    rec = store.resolve(mid)
+    assert rec.props["urgency"] == "reference" and rec.props["domain"] == "technical"
+    assert property_terms(rec) == ""
+    assert store.search("reference")["count"] == 0 and store.search("technical")["count"] == 0
+    linked = store.save("Gateway runbook lives in the ops wiki",
+                        meta={"related": ["[[renew-the-tls-certificate-for-1a2b3c4d]]"], "project": "Atlas"})
+    assert property_terms(store.resolve(linked["memory_id"])) == "Atlas"
+    assert [r["id"] for r in store.search("certificate")["results"]] == [mid]
+
+
 def test_generated_file_names_are_not_indexed_as_titles_but_chosen_names_are(store, vault_path):
     mid = store.save("Deploys happen on Tuesdays after the standup")["memory_id"]
     rec = store.resolve(mid)

@@ -22,8 +22,7 @@ import importlib.util
 import os
 import sqlite3
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from vaultmem.errors import InvalidInput, MissingExtra
 
@@ -46,11 +45,6 @@ UPSTREAM_SHA256 = {
     "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
 }
-
-# Labels vaultmem's classifier writes into a saved memory's properties (`store.save`'s
-# enrichment): the same few words on thousands of memories say nothing about this one, so
-# they are not embedded as its context (`Ann reference general: "..."` otherwise).
-GENERATED_KEYS = frozenset({"urgency", "domain"})
 
 _model: Any = None
 
@@ -146,11 +140,7 @@ def embed_text(rec: "Record") -> str:
     `Caroline: text` 33.0 / 31.4, `Caroline: "text"` 42.6 / 43.2 (bench/fusion_probe.py)."""
     from vaultmem.index import property_terms
 
-    if GENERATED_KEYS.isdisjoint(rec.props):
-        context = property_terms(rec)
-    else:  # property_terms reads only `props` (a copy of the Record would cost 5x more per memory)
-        props = {k: v for k, v in rec.props.items() if k not in GENERATED_KEYS}
-        context = property_terms(cast("Record", SimpleNamespace(props=props)))
+    context = property_terms(rec)  # without the classifier's labels (`Ann reference general: ...`)
     text = rec.content[:2000]
     return f'{context}: "{text}"' if context else text
 

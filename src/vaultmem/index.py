@@ -29,11 +29,14 @@ from vaultmem.errors import MalformedNote, QuerySyntaxError
 from vaultmem.timeutil import UTC, format_time
 from vaultmem.vault import Vault, is_conflict_copy
 
-SCHEMA_VERSION = 6  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
+SCHEMA_VERSION = 7  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
 # (forget.py); 6: kind "conflict" for sync-conflict copies (reliability)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
 PROPS_BOOST = 1.0
+# Labels vaultmem's classifier writes into a saved memory's properties (`store.save`'s
+# enrichment): the same few words on thousands of memories say nothing about this one.
+GENERATED_KEYS = frozenset({"urgency", "domain"})
 _WORDY = re.compile(r"^(?=.*[^\W\d_])(?!\S*\d\S*$)")  # has a letter; not one token with digits (ids, dates)
 NOTE_PREVIEW_CHARS = 4000
 # BM25 with the Anserini/Lucene-for-IR defaults (k1 0.9, b 0.4): memories are short and
@@ -262,16 +265,21 @@ def title_terms(rec: Record) -> str:
     return rec.title.replace("-", " ")
 
 
-def property_terms(rec: Record) -> str:
+def property_terms(rec: Any) -> str:
     """Wordy text values of the properties vaultmem does not own (`speaker: Caroline`, `aliases`).
 
     Identifiers, dates and numbers are left out: they are not what a person searches for
-    in words, and `D1:3` or `2023-05-08` would only add noise terms.
+    in words, and `D1:3` or `2023-05-08` would only add noise terms. So are the classifier's
+    labels (GENERATED_KEYS: "reference", "general" on thousands of memories would match
+    every one) and wikilinks (`related: "[[other-note]]"` names another note, not this one).
+    Reads only `rec.props`.
     """
     words: list[str] = []
-    for value in rec.props.values():
+    for key, value in rec.props.items():
+        if key in GENERATED_KEYS:
+            continue
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str) and len(item) <= 200 and _WORDY.match(item):
+            if isinstance(item, str) and len(item) <= 200 and _WORDY.match(item) and not item.startswith("[["):
                 words.append(item)
     return " ".join(words)
 

@@ -305,6 +305,8 @@ class Index:
         self._allowed_cache: dict[str, Any] = {}
         self._lengths_cache: dict[Any, Any] = {}
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
+        # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
+        self.merge_on_commit = True
 
     # -- opening ----------------------------------------------------------------------------
     def _current_ino(self) -> int | None:
@@ -468,7 +470,7 @@ class Index:
         except BaseException:
             writer.cancel()
             raise
-        writer.commit()
+        writer.commit(merge=self.merge_on_commit)
         db = self.db
         with db:
             db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])

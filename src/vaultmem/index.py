@@ -558,8 +558,8 @@ class Index:
 
     def by_paths(self, paths: Sequence[str]) -> dict[str, Record]:
         found: dict[str, Record] = {}
-        for i in range(0, len(paths), 500):
-            chunk = paths[i:i + 500]
+        for i in range(0, len(paths), linkmod.IN_CHUNK):
+            chunk = linkmod.pad_params(paths[i:i + linkmod.IN_CHUNK])  # few statement shapes: see pad_params
             found.update((r.path, r) for r in self.records(f"path IN ({','.join('?' * len(chunk))})", chunk))
         return found
 

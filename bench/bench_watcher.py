@@ -4,9 +4,9 @@ Builds a vault of N notes, indexes it, starts `vaultmem watch` in a subprocess, 
 1. edits one note at a time (a unique word each time) and measures how long until a search
    in this process finds it (p50/p95/max over --edits edits);
 2. fires --events more edits (a bounded vocabulary, so the index does not grow) in rounds
-   and reads the watcher's RSS after each round.
+   and reads the watcher's RSS (VmRSS, and its anonymous and file-backed parts) after each round.
 
-    python bench/bench_watcher.py --notes 10000 --edits 200 --events 10000
+    python bench/bench_watcher.py --notes 10000 --edits 200 --events 20000
 """
 
 from __future__ import annotations

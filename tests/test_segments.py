@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,37 @@ def test_merge_killed_before_every_file_system_step_leaves_a_usable_index(tmp_pa
         finally:
             after.close()
     assert seen == {"old", "merged"}  # kills before and after the new generation was written
+
+
+def test_merge_child_does_not_keep_the_watchers_instance_lock(tmp_path):
+    """A watcher SIGKILLed while its merge child runs must not block the next watcher."""
+    import fcntl
+
+    from vaultmem.watcher import InstanceLock
+
+    store, versions = committed_without_merging(tmp_path / "v", notes=20, edits=12)
+    lock = InstanceLock(store.vault.state_dir)
+    lock.acquire()
+    try:
+        with store.vault.lock():  # the child waits for the vault lock: alive while we look
+            pid = segments.start_merge(store.vault, close_fds=[lock._fd])
+            lock.release()  # as the kernel does when the watcher dies
+            fd = os.open(lock.path, os.O_RDWR)
+            try:  # free once the child closed its copy (it cannot exit before we release the vault lock)
+                deadline = time.monotonic() + 30
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        assert time.monotonic() < deadline, "the merge child kept the instance lock"
+                        time.sleep(0.02)  # polling interval, not a timing assumption
+            finally:
+                os.close(fd)
+            assert segments.finished(pid) is None  # still waiting for the vault lock
+        assert segments.finished(pid, wait=True) == segments.MERGED
+        assert sizes(store) == [(20, 0)]
+        assert_every_note_current(store, versions)
+    finally:
+        lock.release()
+        store.close()

@@ -85,8 +85,12 @@ def merge(vault: Any) -> bool:
         return True
 
 
-def start_merge(vault: Any) -> int:
-    """Fork a child that runs `merge` and exits; returns its PID (reap it with `finished`)."""
+def start_merge(vault: Any, close_fds: Sequence[int] = ()) -> int:
+    """Fork a child that runs `merge` and exits; returns its PID (reap it with `finished`).
+
+    `close_fds` are closed in the child first: the watcher's instance lock (a flock shared by
+    every copy of its descriptor) must not outlive a killed watcher in its merge child.
+    """
     from vaultmem.vault import Vault
 
     with warnings.catch_warnings():  # Python 3.12+ warns about fork in threaded processes
@@ -96,6 +100,8 @@ def start_merge(vault: Any) -> int:
         return pid
     code = FAILED
     try:  # the child: only Whoosh files and the lock file; never returns into the caller
+        for fd in close_fds:
+            os.close(fd)
         # A lock object of its own: the parent's (same fd, same flock) would not exclude the parent.
         code = MERGED if merge(Vault(vault.root, vault.settings)) else NOTHING_TO_DO
     except BaseException as exc:  # noqa: BLE001 - reported through the exit code and stderr

@@ -577,7 +577,8 @@ class Watcher:
             log.debug("cannot read the index segments: %s", exc)
             return
         if due:
-            self._merge_pid = segments.start_merge(self.vault)
+            own = [self.lock._fd] if self.lock._fd is not None else []
+            self._merge_pid = segments.start_merge(self.vault, close_fds=own)
             log.debug("merging index segments in child process %d", self._merge_pid)
 
     def _reap_merge(self, wait: bool) -> bool:

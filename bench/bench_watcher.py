@@ -4,9 +4,9 @@ Builds a vault of N notes, indexes it, starts `vaultmem watch` in a subprocess, 
 1. edits one note at a time (a unique word each time) and measures how long until a search
    in this process finds it (p50/p95/max over --edits edits);
 2. fires --events more edits (a bounded vocabulary, so the index does not grow) in rounds
-   and reads the watcher's RSS after each round.
+   and reads the watcher's RSS (VmRSS, and its anonymous and file-backed parts) after each round.
 
-    python bench/bench_watcher.py --notes 10000 --edits 200 --events 10000
+    python bench/bench_watcher.py --notes 10000 --edits 200 --events 20000
 """
 
 from __future__ import annotations
@@ -38,11 +38,16 @@ def note(i: int, extra: str = "") -> str:
             f"{body} {extra}\n")
 
 
-def rss_mib(pid: int) -> float:
+def rss_mib(pid: int, key: str = "VmRSS") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(key + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def rss_parts(pid: int) -> str:
+    """Anonymous (heap) and file-backed (mmapped index files) resident MiB."""
+    return f"{rss_mib(pid, 'RssAnon'):9.1f} {rss_mib(pid, 'RssFile'):9.1f}"
 
 
 def wait_searchable(store: MemoryStore, word: str, rel: str, timeout: float = 60.0) -> float:
@@ -109,8 +114,8 @@ def main() -> None:
 
         print()
         print(f"watcher RSS over {args.events:,} more events ({args.rounds} rounds):")
-        print(f"  {'events':>8} {'RSS MiB':>9}")
-        print(f"  {0:>8} {rss_start:9.1f}   (after start-up)")
+        print(f"  {'events':>8} {'RSS MiB':>9} {'anon':>9} {'file':>9}")
+        print(f"  {0:>8} {rss_start:9.1f} {rss_parts(proc.pid)}   (after start-up)")
         per_round = args.events // args.rounds
         rss = []
         done = 0
@@ -127,7 +132,7 @@ def main() -> None:
             done += per_round
             wait_searchable(store, *last, timeout=300)
             rss.append(rss_mib(proc.pid))
-            print(f"  {done:>8} {rss[-1]:9.1f}")
+            print(f"  {done:>8} {rss[-1]:9.1f} {rss_parts(proc.pid)}", flush=True)
         print(f"  growth from the first round to the last: {rss[-1] - rss[0]:+.1f} MiB")
     finally:
         proc.terminate()

@@ -168,3 +168,26 @@ def test_links_in_frontmatter_properties():
         ("b", "Part", "", "supports", 6),
         ("c", "", "", "links_to", 9),
     ]
+
+
+def test_in_lists_are_padded_to_a_few_statement_shapes(tmp_path):
+    """sqlite3 caches each distinct statement: IN lists come in powers of two, repeating the last value."""
+    from vaultmem.links import IN_CHUNK, pad_params
+    from vaultmem.store import MemoryStore
+
+    assert pad_params([]) == []
+    assert pad_params(["a"]) == ["a"]
+    assert pad_params(["a", "b", "c"]) == ["a", "b", "c", "c"]
+    assert pad_params(list(range(5))) == [0, 1, 2, 3, 4, 4, 4, 4]
+    assert pad_params(list(range(IN_CHUNK))) == list(range(IN_CHUNK))
+    store = MemoryStore(tmp_path / "v")
+    store.init()
+    for i in range(5):
+        (tmp_path / "v/memory/stm" / f"n{i}.md").write_text(f"note {i} [[n{(i + 1) % 5}]]\n", encoding="utf-8")
+    store.sync()
+    wanted = ["memory/stm/n0.md", "memory/stm/n2.md", "memory/stm/missing.md"]
+    assert sorted(store.index.by_paths(wanted)) == ["memory/stm/n0.md", "memory/stm/n2.md"]
+    # links resolved through the padded `src IN (...)` (5 notes: 8 parameters)
+    links = store.index.db.execute("SELECT src, dst FROM links ORDER BY src").fetchall()
+    assert links == [(f"memory/stm/n{i}.md", f"memory/stm/n{(i + 1) % 5}.md") for i in range(5)]
+    store.close()

@@ -483,3 +483,42 @@ def test_ticking_a_review_box_in_obsidian_is_applied_by_the_watcher(vault_path, 
     path.write_text(text.replace(line, line.replace("- [ ]", "- [x]", 1)))
     wait_for(lambda: "%%vaultmem-done:merge:" in path.read_text(), what="the ticked merge applied")
     assert path.read_text().count("%%vaultmem-done:") == 1
+
+
+@pytest.mark.skipif(not w.segments.CAN_FORK, reason="merging in a child process is Linux-only")
+def test_watcher_commits_leave_merging_segments_to_a_child(vault_path, running, reader):
+    """Each batch adds one segment; past MAX_SEGMENTS a forked child merges the small ones."""
+    stm = vault_path / "memory/stm"
+
+    def write(i: int) -> None:  # atomically (temp + rename): one event, one batch, one commit
+        tmp = stm / f"note-{i:02d}.md.tmp"
+        tmp.write_text(note_text(f"note {i} says {'bcdfghjklm'[i // 10]}{'bcdfghjklm'[i % 10]}quokka",
+                                 f"{i:08x}-0000-4000-8000-{i:012x}"), encoding="utf-8")
+        os.replace(tmp, stm / f"note-{i:02d}.md")
+
+    def sizes() -> list[int]:
+        return sorted(s.doc_count_all() for s in reader.index.ix._segments())
+
+    def searchable(i: int) -> bool:
+        word = f"{'bcdfghjklm'[i // 10]}{'bcdfghjklm'[i % 10]}quokka"
+        return hits(reader, word) == [f"memory/stm/note-{i:02d}.md"]
+
+    for i in range(40):
+        write(i)
+    reader.sync()
+    assert sizes() == [40]
+    r = running()
+    assert r.store.index.merge_on_commit is False
+    assert w.segments.MAX_SEGMENTS == 8
+    for i in range(40, 47):  # seven batches: seven one-note segments, none merged in the watcher
+        write(i)
+        wait_for(lambda: searchable(i), what=f"note {i}")
+        assert sizes() == [1] * (i - 39) + [40]
+    write(47)  # the ninth segment: a child merges the eight small ones (8 <= 25% of 40: not the big one)
+    wait_for(lambda: r.watcher.counts["merges"] == 1, what="the merge child")
+    assert sizes() == [8, 40]
+    assert all(searchable(i) for i in range(48))
+    assert reader.index.ix.doc_count() == 48
+    r.stop()
+    assert r.watcher._merge_pid is None
+    assert r.store.index.merge_on_commit is True

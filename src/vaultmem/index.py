@@ -314,6 +314,8 @@ class Index:
         self._lengths_cache: dict[Any, Any] = {}
         self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
+        # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
+        self.merge_on_commit = True
 
     # -- opening ----------------------------------------------------------------------------
     def _current_ino(self) -> int | None:
@@ -477,7 +479,7 @@ class Index:
         except BaseException:
             writer.cancel()
             raise
-        writer.commit()
+        writer.commit(merge=self.merge_on_commit)
         db = self.db
         with db:
             db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
@@ -565,8 +567,8 @@ class Index:
 
     def by_paths(self, paths: Sequence[str]) -> dict[str, Record]:
         found: dict[str, Record] = {}
-        for i in range(0, len(paths), 500):
-            chunk = paths[i:i + 500]
+        for i in range(0, len(paths), linkmod.IN_CHUNK):
+            chunk = linkmod.pad_params(paths[i:i + linkmod.IN_CHUNK])  # few statement shapes: see pad_params
             found.update((r.path, r) for r in self.records(f"path IN ({','.join('?' * len(chunk))})", chunk))
         return found
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from vaultmem import segments
 from vaultmem.errors import VaultmemError
 from vaultmem.index import SyncReport
 from vaultmem.timeutil import format_time
@@ -35,6 +36,7 @@ MAX_DELAY = 1.0  # a continuous stream of events still flushes this often
 FULL_SYNC_THRESHOLD = 1000  # a bigger batch is cheaper (and safer) as one scan + diff
 DEGRADED_SYNC_INTERVAL = 10.0  # full-sync period when the observer died (watch limit)
 TRIM_INTERVAL = 5.0  # seconds between malloc_trim calls
+MMAP_THRESHOLD = 128 * 1024  # glibc: allocations this big or bigger are mmapped, and unmapped when freed
 STATUS_FILE = "state/watcher.json"
 PID_FILE = "state/watcher.pid"
 _TEMP_SUFFIXES = (".tmp", "~", ".swp", ".swx", ".bak")
@@ -332,10 +334,12 @@ class Watcher:
         self._observer_factory = observer_factory
         self._observer: Any = None
         self._degraded = False
-        self.counts = {"batches": 0, "indexed": 0, "removed": 0, "skipped": 0, "ticks": 0}
+        self.counts = {"batches": 0, "indexed": 0, "removed": 0, "skipped": 0, "ticks": 0, "merges": 0}
         self.status: dict[str, Any] = {}
         self.started = threading.Event()
         self._last_trim = 0.0
+        self._merge_pid: int | None = None  # the segment-merge child running now
+        self._merge_due = False  # a commit since the last look at the segments
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -345,6 +349,9 @@ class Watcher:
         try:
             if self.lock.stale_pid and self.lock.stale_pid != os.getpid():
                 log.info("a previous watcher (PID %s) did not shut down cleanly; taking over", self.lock.stale_pid)
+            _tune_malloc()
+            if segments.CAN_FORK:  # commits leave merging to a short-lived child (segments.py)
+                self.index.merge_on_commit = False
             self._start_observer()
             report = self._sync()  # after the observer starts, so nothing falls in between
             self.status = {
@@ -436,6 +443,9 @@ class Watcher:
         batch, full = self.pending.drain()
         if batch or full:
             self.apply(batch, full)  # what arrived while stopping: commit it too
+        if self._merge_pid is not None:  # let a running merge finish (it holds the vault lock)
+            self._reap_merge(wait=True)
+        self.index.merge_on_commit = True
         if self.status:
             self.status.update(state="stopped", stopped_at=format_time(self.store.now()))
             with contextlib.suppress(OSError):
@@ -452,6 +462,7 @@ class Watcher:
             taken = self.pending.take(timeout, self.debounce, self.max_delay)
             if taken is not None:
                 self.apply(*taken)
+            self._merge_segments()
             now = time.monotonic()
             if now >= next_tick and not self.stop_event.is_set():
                 self.tick()
@@ -493,6 +504,7 @@ class Watcher:
             self.counts[key] += result[key]
         changed = result["indexed"] or result["removed"]
         changed = changed or result["malformed"]
+        self._merge_due = self._merge_due or bool(changed)
         if changed:
             log.info("indexed %d, removed %d, malformed %d, unchanged %d (%.3f s)", result["indexed"],
                      result["removed"], len(result["malformed"]), result["skipped"], seconds)
@@ -547,6 +559,43 @@ class Watcher:
         trim = _malloc_trim()
         if trim is not None:
             trim(0)
+
+    def _merge_segments(self) -> None:
+        """Reap a finished merge child; fork one when the commits left too many segments.
+
+        The watcher commits without merging (its heap would keep the high-water mark of
+        every merge); a child merges and exits, so its memory goes back to the OS.
+        """
+        if self._merge_pid is not None and not self._reap_merge(wait=False):
+            return
+        if not (self._merge_due and segments.CAN_FORK and not self.index.merge_on_commit):
+            return
+        self._merge_due = False
+        try:
+            due = bool(segments.plan(self.index.ix._segments()))
+        except Exception as exc:  # a damaged index: the next batch repairs it
+            log.debug("cannot read the index segments: %s", exc)
+            return
+        if due:
+            own = [self.lock._fd] if self.lock._fd is not None else []
+            self._merge_pid = segments.start_merge(self.vault, close_fds=own)
+            log.debug("merging index segments in child process %d", self._merge_pid)
+
+    def _reap_merge(self, wait: bool) -> bool:
+        """Whether the merge child ended (and was reaped)."""
+        assert self._merge_pid is not None
+        code = segments.finished(self._merge_pid, wait=wait)
+        if code is None:
+            return False
+        if code not in (segments.MERGED, segments.NOTHING_TO_DO):
+            log.warning("the index segment merge (PID %d) failed (exit %d); the index is unchanged and "
+                        "will be merged again after the next change", self._merge_pid, code)
+        else:
+            self._merge_due = True  # commits made meanwhile may call for another merge
+            log.debug("segment merge %d done (exit %d)", self._merge_pid, code)
+        self.counts["merges"] += code == segments.MERGED
+        self._merge_pid = None
+        return True
 
     def _apply_paths(self, paths: set[str]) -> dict[str, Any]:
         root = self.vault.root
@@ -640,20 +689,42 @@ def run_once(store: Any) -> dict[str, Any]:
     }
 
 
-_TRIM: list[Any] = []
+_LIBC: list[Any] = []
 
 
-def _malloc_trim() -> Any:
-    """glibc's malloc_trim, or None elsewhere (macOS, musl, Windows)."""
-    if not _TRIM:
-        fn = None
+def _glibc() -> Any:
+    """glibc (for malloc_trim and mallopt), or None elsewhere (macOS, musl, Windows)."""
+    if not _LIBC:
+        lib = None
         if sys.platform.startswith("linux"):
             with contextlib.suppress(OSError, AttributeError):
                 import ctypes
 
-                fn = ctypes.CDLL("libc.so.6").malloc_trim
-        _TRIM.append(fn)
-    return _TRIM[0]
+                lib = ctypes.CDLL("libc.so.6")
+                lib.malloc_trim, lib.mallopt  # noqa: B018 - both exist: glibc, not musl
+        _LIBC.append(lib)
+    return _LIBC[0]
+
+
+def _malloc_trim() -> Any:
+    """glibc's malloc_trim, or None elsewhere."""
+    lib = _glibc()
+    return lib.malloc_trim if lib is not None else None
+
+
+def _tune_malloc() -> None:
+    """A fixed mmap threshold for the daemon: big blocks are mmapped and given back when freed.
+
+    glibc raises the threshold to the size of any mmapped block that is freed (up to 32 MiB),
+    after which a batch's big transient blocks (a 10,000-entry dict, a fetched result set)
+    land in the heap instead, and the heap's top creeps up with them batch after batch
+    (measured: [heap] 17 -> 35 MiB over 14,000 events; 8.5 -> 14 MiB with this).
+    """
+    lib = _glibc()
+    if lib is not None:
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # noqa: N806 - malloc.h names
+        lib.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        lib.mallopt(M_TRIM_THRESHOLD, MMAP_THRESHOLD)
 
 
 def _observer_healthy(observer: Any) -> bool:

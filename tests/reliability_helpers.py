@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from vaultmem import note as notes
 from vaultmem.config import load_settings
@@ -74,6 +75,54 @@ def seed(vault: Path, n_old: int = 8, n_fresh: int = 8, n_dupes: int = 3) -> lis
 def open_store(vault: Path) -> MemoryStore:
     vault = Path(vault)
     return MemoryStore(vault, settings=load_settings(vault), clock=fixed_clock)
+
+
+def run_killed(vault: Path, action: Callable[[MemoryStore], int], kill_at: int | None, hooked: Sequence[str],
+               prepare: Callable[[MemoryStore], Any] | None = None) -> tuple[int, int]:
+    """Fork; the child opens the vault, runs `prepare`, then `action` with the `os` functions
+    named in `hooked` counted, and SIGKILLs itself before hooked call `kill_at` (None: never).
+
+    Returns (the child's exit code, which is `action`'s result, or minus the signal that ended
+    it; the number of hooked calls it made, when it finished).
+    """
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.close(read_fd)
+            calls = [0]
+
+            def wrap(name: str) -> None:
+                real = getattr(os, name)
+
+                def counted(*args: Any, **kwargs: Any) -> Any:
+                    calls[0] += 1
+                    if kill_at is not None and calls[0] == kill_at:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    return real(*args, **kwargs)
+
+                setattr(os, name, counted)
+
+            store = open_store(vault)
+            if prepare is not None:
+                prepare(store)
+            for name in hooked:
+                wrap(name)
+            code = action(store)
+            os.write(write_fd, str(calls[0]).encode())
+            os._exit(code)
+        except BaseException:  # noqa: BLE001
+            import traceback
+
+            traceback.print_exc()
+            os._exit(3)
+    os.close(write_fd)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(read_fd) as pipe:
+        made = pipe.read()
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status), 0
+    return os.WEXITSTATUS(status), int(made or 0)
 
 
 def snapshot(vault: Path) -> dict[str, bytes]:

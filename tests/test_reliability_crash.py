@@ -27,7 +27,7 @@ import pytest
 
 import vaultmem
 
-from reliability_helpers import (SOAK, check_after_next_command, ids_by_file, mid, open_store, report, seed,
+from reliability_helpers import (SOAK, check_after_next_command, ids_by_file, mid, open_store, report, run_killed, seed,
                                  snapshot, temp_files)
 
 HOOKED = ("replace", "rename", "link", "unlink", "fsync")
@@ -72,47 +72,13 @@ OPERATIONS: dict[str, Callable[[Any], Any]] = {
 
 
 def _run_child(vault: Path, op: str, kill_at: int | None) -> tuple[int, int]:
-    """Fork; the child runs `op` and SIGKILLs itself before hooked call `kill_at`.
+    """Fork; the child runs `op` on a fresh index (only its own steps are counted) and
+    SIGKILLs itself before hooked call `kill_at`; see `run_killed`."""
+    def action(store: Any) -> int:
+        OPERATIONS[op](store)
+        return 0
 
-    Returns (exit signal or code, number of hooked calls the child made, when it finished).
-    """
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        try:
-            os.close(read_fd)
-            calls = [0]
-
-            def wrap(name: str) -> None:
-                real = getattr(os, name)
-
-                def hooked(*args: Any, **kwargs: Any) -> Any:
-                    calls[0] += 1
-                    if kill_at is not None and calls[0] == kill_at:
-                        os.kill(os.getpid(), signal.SIGKILL)
-                    return real(*args, **kwargs)
-
-                setattr(os, name, hooked)
-
-            store = open_store(vault)
-            store.sync()  # the index is fresh before the operation: count only its own steps
-            for name in HOOKED:
-                wrap(name)
-            OPERATIONS[op](store)
-            os.write(write_fd, str(calls[0]).encode())
-            os._exit(0)
-        except BaseException:  # noqa: BLE001
-            import traceback
-
-            traceback.print_exc()
-            os._exit(3)
-    os.close(write_fd)
-    _, status = os.waitpid(pid, 0)
-    with os.fdopen(read_fd) as pipe:
-        made = pipe.read()
-    if os.WIFSIGNALED(status):
-        return -os.WTERMSIG(status), 0
-    return os.WEXITSTATUS(status), int(made or 0)
+    return run_killed(vault, action, kill_at, HOOKED, prepare=lambda store: store.sync())
 
 
 def _check(vault: Path, before: dict[str, bytes], op: str) -> None:

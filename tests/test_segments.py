@@ -12,11 +12,10 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from reliability_helpers import check_after_next_command, open_store
+from reliability_helpers import check_after_next_command, open_store, run_killed
 from vaultmem import segments
 from vaultmem.store import MemoryStore
 
@@ -139,46 +138,9 @@ def test_child_merge_of_small_segments_keeps_the_big_one(tmp_path):
 
 
 def _merge_in_child(vault: Path, kill_at: int | None) -> tuple[int, int]:
-    """Fork; the child merges and SIGKILLs itself before hooked call `kill_at`.
-
-    Returns (exit code, or minus the signal that ended it; hooked calls made when it finished).
-    """
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        try:
-            os.close(read_fd)
-            calls = [0]
-
-            def wrap(name: str) -> None:
-                real = getattr(os, name)
-
-                def hooked(*args: Any, **kwargs: Any) -> Any:
-                    calls[0] += 1
-                    if kill_at is not None and calls[0] == kill_at:
-                        os.kill(os.getpid(), signal.SIGKILL)
-                    return real(*args, **kwargs)
-
-                setattr(os, name, hooked)
-
-            store = open_store(vault)
-            for name in HOOKED:
-                wrap(name)
-            merged = segments.merge(store.vault)
-            os.write(write_fd, str(calls[0]).encode())
-            os._exit(0 if merged else 1)
-        except BaseException:  # noqa: BLE001
-            import traceback
-
-            traceback.print_exc()
-            os._exit(3)
-    os.close(write_fd)
-    _, status = os.waitpid(pid, 0)
-    with os.fdopen(read_fd) as pipe:
-        made = pipe.read()
-    if os.WIFSIGNALED(status):
-        return -os.WTERMSIG(status), 0
-    return os.WEXITSTATUS(status), int(made or 0)
+    """Fork; the child merges (exit 0, or 1: nothing to merge) and SIGKILLs itself before
+    hooked call `kill_at`; see `run_killed`."""
+    return run_killed(vault, lambda store: 0 if segments.merge(store.vault) else 1, kill_at, HOOKED)
 
 
 def test_merge_killed_before_every_file_system_step_leaves_a_usable_index(tmp_path):

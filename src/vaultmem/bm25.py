@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 # Characters and words the Whoosh query parser gives a meaning to (phrases, groups, ranges,
 # fields, wildcards, boosts, fuzzy terms, operators). A query free of them is "plain".
 _SYNTAX = re.compile(r"""["()\[\]{}:*?^~\\]|(?:^|\s)['+-]""")
-_OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "TO"})
+OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "TO"})
 
 
 def plain_words(text: str) -> list[str] | None:
@@ -29,7 +29,7 @@ def plain_words(text: str) -> list[str] | None:
     if _SYNTAX.search(text):
         return None
     words = text.split()
-    if any(w in _OPERATORS for w in words):
+    if any(w in OPERATORS for w in words):
         return None
     return words
 
@@ -190,19 +190,18 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
             if matcher is None:
                 continue
             lengths = _lengths(reader, field, cache)
-            if isinstance(lengths, tuple):
+            if isinstance(lengths, tuple):  # whoosh3: length bytes and their decoding table
                 raw, decoded = lengths
                 table = [None if n is None else k1 * ((1 - b) + b * n / avgfl) for n in decoded]
-                norm = lambda d, raw=raw, table=table: table[raw[d]]  # noqa: E731
-            else:
-                norm = lambda d, length=lengths: k1 * ((1 - b) + b * length(d) / avgfl)  # noqa: E731
-                raw = table = None
+            else:  # another release: a per-document accessor
+                raw, length = None, lengths
             for ids, weights in _blocks(matcher):
                 for d, tf in zip(ids, weights):
                     doc = d + offset
                     if doc not in allowed:
                         continue
-                    s = idf * ((tf * k1p1) / (tf + (table[raw[d]] if raw is not None else norm(d))))
+                    norm = table[raw[d]] if raw is not None else k1 * ((1 - b) + b * length(d) / avgfl)
+                    s = idf * ((tf * k1p1) / (tf + norm))
                     prev = acc.get(doc)
                     if prev is None:
                         acc[doc] = s

@@ -328,12 +328,11 @@ def duplicate_query(content: str, max_terms: int = 8) -> str:
     A near-identical memory shares almost every word, so its rarest (longest) few are
     enough to bring it into the top hits; the caller searches the content field only.
     """
-    distinct = sorted({w for w in words(content) if len(w) > 2 and w.upper() not in _QUERY_OPERATORS},
+    from vaultmem.bm25 import OPERATORS  # "not", "or" are words here, not query syntax
+
+    distinct = sorted({w for w in words(content) if len(w) > 2 and w.upper() not in OPERATORS},
                       key=lambda w: (-len(w), w))
     return " ".join(distinct[:max_terms])
-
-
-_QUERY_OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "TO"})
 
 
 _ENRICHERS: dict[tuple[Any, ...], Enricher] = {}

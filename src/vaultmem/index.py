@@ -265,14 +265,13 @@ def title_terms(rec: Record) -> str:
     return rec.title.replace("-", " ")
 
 
-def property_terms(rec: Any) -> str:
+def property_terms(rec: Record) -> str:
     """Wordy text values of the properties vaultmem does not own (`speaker: Caroline`, `aliases`).
 
     Identifiers, dates and numbers are left out: they are not what a person searches for
     in words, and `D1:3` or `2023-05-08` would only add noise terms. So are the classifier's
     labels (GENERATED_KEYS: "reference", "general" on thousands of memories would match
     every one) and wikilinks (`related: "[[other-note]]"` names another note, not this one).
-    Reads only `rec.props`.
     """
     words: list[str] = []
     for key, value in rec.props.items():
@@ -567,9 +566,8 @@ class Index:
 
     def by_paths(self, paths: Sequence[str]) -> dict[str, Record]:
         found: dict[str, Record] = {}
-        for i in range(0, len(paths), linkmod.IN_CHUNK):
-            chunk = linkmod.pad_params(paths[i:i + linkmod.IN_CHUNK])  # few statement shapes: see pad_params
-            found.update((r.path, r) for r in self.records(f"path IN ({','.join('?' * len(chunk))})", chunk))
+        for marks, chunk in linkmod.in_chunks(paths):
+            found.update((r.path, r) for r in self.records(f"path IN ({marks})", chunk))
         return found
 
     def count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
@@ -646,17 +644,19 @@ class Index:
 
     def _searcher(self) -> Any:
         """One searcher per index generation, reopened when a writer (any process) committed."""
+        from vaultmem import bm25
+
         ix = self.ix
-        if self._search is None or self._search_ix is not ix:
-            self._search, self._search_ix = ix.searcher(weighting=_weighting()), ix
-            self._allowed_cache, self._lengths_cache = {}, {}
-        elif not self._search.up_to_date():
+        if self._search is not None and self._search_ix is ix and self._search.up_to_date():
+            return self._search
+        if self._search is not None and self._search_ix is ix:
             # A fresh searcher, not refresh(): whoosh3's refresh crashes when the old reader
             # was an EmptyReader (an index with no segments yet), and it keeps the old segment
             # readers beside the new ones, so an edited note is found by its old text too.
             self._search.close()
-            self._search = ix.searcher(weighting=_weighting())
-            self._allowed_cache, self._lengths_cache = {}, {}
+        self._search, self._search_ix = ix.searcher(weighting=_weighting()), ix
+        self._allowed_cache, self._lengths_cache = {}, {}
+        bm25.prune(self._segment_docs, self._search)  # forget segments merged away
         return self._search
 
     def _allowed(self, searcher: Any, kinds: Sequence[str], statuses: Sequence[str] | None,
@@ -673,8 +673,6 @@ class Index:
         key = repr(filters)
         allowed = self._allowed_cache.get(key)
         if allowed is None:
-            if not self._allowed_cache:  # a new searcher: forget segments merged away
-                bm25.prune(self._segment_docs, searcher)
             for field, values in filters:
                 docs = bm25.docs_with(searcher, field, values, self._segment_docs)
                 allowed = docs if allowed is None else allowed & docs

@@ -21,7 +21,7 @@ import json
 import math
 import re
 import unicodedata
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from vaultmem.errors import InvalidInput
 
@@ -390,10 +390,9 @@ def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: boo
         srcs = sorted({rec.path for rec in records})
         keys = sorted(affected)
         for column, values in (("src", srcs), ("target_key", keys)):
-            for i in range(0, len(values), IN_CHUNK):
-                chunk = pad_params(values[i:i + IN_CHUNK])
+            for marks, chunk in in_chunks(values):
                 todo += db.execute(f"SELECT rowid, src, target, target_key, dst FROM links WHERE {column} IN"
-                                   f" ({','.join('?' * len(chunk))})", chunk).fetchall()
+                                   f" ({marks})", chunk).fetchall()
     if not todo:  # the common save: a note nothing links to, with no links of its own
         return
     # Built only now: over every note path, it is most of a one-note commit at 100,000 notes.
@@ -422,6 +421,14 @@ def pad_params(chunk: Sequence[Any]) -> list[Any]:
     if chunk:
         chunk += chunk[-1:] * ((1 << (len(chunk) - 1).bit_length()) - len(chunk))
     return chunk
+
+
+def in_chunks(values: Sequence[Any]) -> Iterator[tuple[str, list[Any]]]:
+    """`values` as (`?,?,...` placeholders, parameters) for `IN (...)` statements: at most
+    IN_CHUNK each, padded by `pad_params`."""
+    for i in range(0, len(values), IN_CHUNK):
+        chunk = pad_params(values[i:i + IN_CHUNK])
+        yield ",".join("?" * len(chunk)), chunk
 
 
 def aliases_of(props: Mapping[str, Any]) -> list[str]:

@@ -61,12 +61,12 @@ def semantic_relevance(semantic: Mapping[str, float]) -> dict[str, float]:
     score was compressed. With the median as zero the scale spreads like BM25F / best
     (LoCoMo dev, MiniLM alone, decay on: recall@5 32.2 -> 42.7; hybrid 57.8 -> 59.2).
     """
+    import statistics  # 16 ms to import: only when a semantic ranking is asked for
+
     if not semantic:
         return {}
-    values = sorted(semantic.values())
-    n = len(values)
-    median = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
-    span = values[-1] - median
+    median = statistics.median(semantic.values())
+    span = max(semantic.values()) - median
     if span <= 0:
         return {p: 1.0 for p in semantic}
     return {p: max(0.0, (s - median) / span) for p, s in semantic.items()}

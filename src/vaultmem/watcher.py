@@ -568,7 +568,7 @@ class Watcher:
         """
         if self._merge_pid is not None and not self._reap_merge(wait=False):
             return
-        if not (self._merge_due and segments.CAN_FORK and not self.index.merge_on_commit):
+        if not self._merge_due or self.index.merge_on_commit:  # set False at start() where fork works
             return
         self._merge_due = False
         try:

@@ -80,21 +80,22 @@ def build_vault(root: Path, sample: dict[str, Any], captions: bool) -> tuple[Any
     from vaultmem.store import MemoryStore
 
     sess = sessions(sample["conversation"])
-    now = max(d for _, d, _ in sess)
+    now = max(d + dt.timedelta(minutes=len(turns)) for _, d, turns in sess)  # the last session's end
     store = MemoryStore(root, clock=lambda: now)
     store.vault.init()
     folder = store.vault.abs(store.settings.stm_dir)
     template = store.template("memory")
     path_to_dia: dict[str, str] = {}
     for _, date, turns in sess:
-        for turn in turns:
+        for n, turn in enumerate(turns):
             text = turn_text(turn, captions)
             if not text:
                 continue
             dia = normalise_evidence([turn["dia_id"]])[0]
+            at = date + dt.timedelta(minutes=n)  # the session's turns in order, a minute apart
             memory = notes.Memory(
                 id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{sample['sample_id']}/{dia}")),
-                content=text, created=date, last_used=date, use_count=0, strength=1.0,
+                content=text, created=at, last_used=at, use_count=0, strength=1.0,
                 status="active", tags=[], entities=[], source="locomo",
                 meta={"speaker": turn.get("speaker", ""), "date": date.date().isoformat(), "dia_id": dia},
             )
@@ -153,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="decay_weight for decay=on (default: the setting's default).")
     ap.add_argument("--fusion", choices=("rrf", "score"), default=None,
                     help="Hybrid fusion method (default: the setting's, score).")
+    ap.add_argument("--contiguity", type=float, default=None,
+                    help="contiguity_weight (default: the setting's, 0.5; 0 = off).")
     ap.add_argument("--limit", type=int, default=0, help="Only the first N conversations (0 = all).")
     ap.add_argument("--no-captions", action="store_true", help="Leave image captions out of the notes.")
     ap.add_argument("--by-category", action="store_true", help="Also print the per-category rows.")
@@ -174,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             default_weight = store.settings.decay_weight if args.decay_weight is None else args.decay_weight
             if args.fusion:
                 store.settings.hybrid_fusion = args.fusion
+            if args.contiguity is not None:
+                store.settings.contiguity_weight = args.contiguity
             if any(m in ("semantic", "hybrid") for m in modes):
                 store.backfill_embeddings()
             for mode in modes:

@@ -242,3 +242,16 @@ def test_embedded_text_quotes_the_content_after_the_speaker_and_skips_classifier
     assert embeddings.embed_text(rec) == 'Ann: "I adopted a puppy"'
     plain = store.resolve(store.save("Renew the TLS certificate")["memory_id"])
     assert embeddings.embed_text(plain) == "Renew the TLS certificate"
+
+
+def test_bench_turns_are_a_minute_apart_and_now_is_the_last_sessions_end(tmp_path):
+    sample = {"sample_id": "t-2", "qa": [], "conversation": {
+        "session_1_date_time": "9:00 am on 1 March, 2023",
+        "session_1": [{"speaker": "Ann", "dia_id": f"D1:{n}", "text": f"turn {n}"} for n in (1, 2, 3)],
+    }}
+    store, path_to_dia, now = bench.build_vault(tmp_path / "v", sample, True)
+    created = {path_to_dia[r.path]: r.created_dt for r in store.index.records("kind = 'memory'")}
+    start = dt.datetime(2023, 3, 1, 9, 0, tzinfo=dt.timezone.utc)
+    assert created == {f"D1:{n}": start + dt.timedelta(minutes=n - 1) for n in (1, 2, 3)}
+    assert now == start + dt.timedelta(minutes=3)
+    store.close()

@@ -73,6 +73,10 @@ class Settings:
     # search
     search_candidates: int = 100
     decay_weight: float = 0.3
+    # temporal contiguity (episodes.py): a memory's relevance moves this share of the way up to
+    # that of the memory saved just before or after it (same context, within the window); 0 = off
+    contiguity_weight: float = 0.5
+    contiguity_window_minutes: float = 60.0
     embeddings: str = "auto"  # auto (when the extra is installed) | on | off
     hybrid_fusion: str = "score"  # score (0.5 BM25F/best + 0.5 cosine rescaled median..best) | rrf
     rrf_k: int = 60
@@ -104,7 +108,8 @@ class Settings:
         positive = ("rrf_k", "pl_alpha", "pl_halflife_days", "decay_lambda", "tc_lambda_fast",
                     "tc_lambda_slow", "search_candidates", "max_note_bytes", "actr_time_unit_s",
                     "actr_rate_critical", "actr_rate_important", "actr_rate_reference",
-                    "actr_rate_background", "access_history_size", "maintenance_interval")
+                    "actr_rate_background", "access_history_size", "maintenance_interval",
+                    "contiguity_window_minutes")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be greater than 0, got {getattr(self, name)}")
@@ -119,7 +124,7 @@ class Settings:
         if self.recall_cooldown_minutes < 0:
             raise ConfigError(f"recall_cooldown_minutes must be 0 or more, got {self.recall_cooldown_minutes}")
         for name in ("decay_weight", "tc_fast_weight", "review_blend_ratio", "cross_domain_threshold",
-                     "duplicate_threshold"):
+                     "duplicate_threshold", "contiguity_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         for name in ("stm_dir", "ltm_dir", "archive_dir", "blocks_dir", "sessions_dir", "reviews_dir"):

@@ -513,6 +513,8 @@ class MemoryStore:
             ranked = self._rank(text, statuses, tags, since, min_score, top_k, now)
         else:
             ranked, sims = self._rank_semantic(text, mode, statuses, tags, since, min_score, top_k, now)
+        if text and self.settings.contiguity_weight > 0:
+            ranked = self._spread(ranked, sims, top_k)
         from vaultmem import lifecycle
 
         if include_review_candidates:
@@ -561,6 +563,21 @@ class MemoryStore:
         wanted = {t.lower() for t in tags}
         return [rec for rec in self.index.records(where, params)
                 if (not wanted or wanted & {t.lower() for t in rec.tags}) and self.visible(rec)]
+
+    def _spread(self, ranked: list[tuple[Record, float, float | None, float]], sims: Mapping[str, float],
+                top_k: int) -> list[tuple[Record, float, float | None, float]]:
+        """Temporal contiguity (episodes.py): each memory found moves up toward the relevance
+        of the memory saved just before or after it."""
+        from vaultmem import episodes
+
+        weight = self.settings.decay_weight
+        spread = episodes.spread(
+            self.index, ranked, weight=self.settings.contiguity_weight,
+            window_minutes=self.settings.contiguity_window_minutes,
+            depth=max(self.settings.search_candidates, top_k * 5), top_k=top_k,
+            rank=lambda relevance, s: rank_score(relevance, s, weight))
+        spread.sort(key=lambda r: (-r[3], -sims.get(r[0].path, 0.0), r[0].path))
+        return spread
 
     def _rank(self, text: str, statuses: Sequence[str] | None, tags: Sequence[str],
               since: dt.datetime | None, min_score: float | None, top_k: int,

@@ -1,0 +1,189 @@
+"""Temporal contiguity (episodes.py): a memory found by a search rises toward the relevance of
+the memory saved just before or after it in the same context."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vaultmem import episodes
+from vaultmem.config import Settings
+from vaultmem.errors import ConfigError
+from vaultmem.index import _NEIGHBOURS, Record, _connect
+
+
+def relevance_of(store, query: str, **kw) -> dict[str, float]:
+    return {r["id"]: r["relevance"] for r in store.search(query, top_k=10, **kw)["results"]}
+
+
+def conversation(store, clock, turns: list[str], *, minutes: float = 1, context: str | None = None) -> list[str]:
+    ids = []
+    for text in turns:
+        ids.append(store.save(text, context=context, dedupe=False)["memory_id"])
+        clock.advance(minutes=minutes)
+    return ids
+
+
+def test_a_reply_rises_toward_the_turn_it_answers(store, clock):
+    # the isolated memory matches "running" exactly as well as the reply does
+    isolated = store.save("Running late again this morning", dedupe=False)["memory_id"]
+    clock.advance(days=3)
+    shoes, reply, _ = conversation(store, clock, [
+        "I bought new running shoes, purple ones",
+        "Love that purple color! For walking or running?",
+        "We should plan the weekend trip",
+    ])
+    store.settings.contiguity_weight = 0.0
+    plain = relevance_of(store, "purple running shoes")
+    store.settings.contiguity_weight = 0.5
+    lifted = relevance_of(store, "purple running shoes")
+    assert plain[shoes] == lifted[shoes] == 1.0
+    assert lifted[reply] == pytest.approx(plain[reply] + 0.5 * (1.0 - plain[reply]), abs=1e-4)
+    assert lifted[isolated] == plain[isolated]
+    ranked = [r["id"] for r in store.search("purple running shoes")["results"]]
+    assert ranked == [shoes, reply, isolated]  # the third turn matched nothing: not added
+
+
+def test_neighbours_further_apart_than_the_window_lend_nothing(store, clock):
+    shoes, reply = conversation(store, clock, ["I bought new running shoes", "For walking or running?"], minutes=61)
+    store.settings.contiguity_weight = 0.0
+    plain = relevance_of(store, "running shoes")
+    store.settings.contiguity_weight = 0.5
+    assert relevance_of(store, "running shoes") == plain
+    store.settings.contiguity_window_minutes = 90
+    assert relevance_of(store, "running shoes")[reply] > plain[reply]
+
+
+def test_an_episode_is_one_context(store, clock):
+    shoes = store.save("I bought new running shoes", context="chat-1")["memory_id"]
+    clock.advance(minutes=1)
+    other = store.save("Running the quarterly report tonight", context="chat-2")["memory_id"]
+    clock.advance(minutes=1)
+    reply = store.save("For walking or running?", context="chat-1")["memory_id"]
+    store.settings.contiguity_weight = 0.0
+    plain = relevance_of(store, "running shoes")
+    store.settings.contiguity_weight = 0.5
+    lifted = relevance_of(store, "running shoes")
+    # chat-1's reply skips chat-2's memory to its own previous turn; chat-2's memory has none
+    assert lifted[reply] == pytest.approx(plain[reply] + 0.5 * (1.0 - plain[reply]), abs=1e-4)
+    assert lifted[other] == plain[other] and lifted[shoes] == 1.0
+
+
+def test_equal_matches_side_by_side_lend_each_other_nothing(store, clock):
+    ids = conversation(store, clock, [f"kafka partition note {n}" for n in range(4)])
+    assert set(relevance_of(store, "kafka partition").values()) == {1.0}
+    assert len(ids) == 4
+
+
+def test_contiguity_settings_are_validated():
+    with pytest.raises(ConfigError, match=r"^contiguity_weight must be between 0 and 1, got 1.5$"):
+        Settings(contiguity_weight=1.5).validate()
+    with pytest.raises(ConfigError, match=r"^contiguity_window_minutes must be greater than 0, got 0$"):
+        Settings(contiguity_window_minutes=0).validate()
+
+
+# -- the neighbour query against a plain-Python reference ----------------------------------------
+
+notes = st.lists(
+    st.tuples(st.sampled_from([None, "a", "b"]), st.one_of(st.none(), st.integers(0, 6).map(float)),
+              st.sampled_from(["memory", "memory", "note"])),
+    min_size=1, max_size=12)
+
+
+def reference(rows: list[tuple[str, str | None, float | None, str]], path: str) -> tuple:
+    mine = {r[0]: r for r in rows}[path]
+    if mine[3] != "memory" or mine[2] is None:
+        return ()
+    same = sorted((r[2], r[0]) for r in rows if r[3] == "memory" and r[1] == mine[1] and r[2] is not None)
+    at = same.index((mine[2], path))
+    prev = same[at - 1] if at > 0 else (None, None)
+    nxt = same[at + 1] if at + 1 < len(same) else (None, None)
+    return (path, mine[2], prev[1], prev[0], nxt[1], nxt[0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(notes)
+def test_neighbours_query_matches_created_order_within_a_context(tmp_path_factory, spec):
+    db = _connect(tmp_path_factory.mktemp("db") / "catalog.sqlite")
+    rows = [(f"m/{n:02d}.md", context, created, kind) for n, (context, created, kind) in enumerate(spec)]
+    db.executemany("INSERT INTO notes (path, context, created, kind) VALUES (?, ?, ?, ?)", rows)
+    paths = [r[0] for r in rows]
+    got = {r[0]: tuple(r) for r in db.execute(_NEIGHBOURS, (json.dumps(paths),))}
+    for path in paths:
+        assert got.get(path, ()) == reference(rows, path)
+    db.close()
+
+
+def test_neighbours_use_the_episode_index(tmp_path):
+    db = _connect(tmp_path / "catalog.sqlite")
+    plan = " ".join(r[-1] for r in db.execute("EXPLAIN QUERY PLAN " + _NEIGHBOURS, ("[]",)))
+    assert plan.count("USING COVERING INDEX notes_episode") == 2 and plan.startswith("SCAN c VIRTUAL TABLE")
+    db.close()
+
+
+# -- spread: exact for the top_k, never lowers, never adds ---------------------------------------
+
+
+class FakeIndex:
+    """Index.neighbours over an in-memory list, with no context and one memory per minute."""
+
+    def __init__(self, n: int) -> None:
+        self.paths = [f"m{i:03d}" for i in range(n)]
+
+    def neighbours(self, paths):
+        at = {p: i for i, p in enumerate(self.paths)}
+        out = []
+        for p in paths:
+            i = at[p]
+            prev = self.paths[i - 1] if i else None
+            nxt = self.paths[i + 1] if i + 1 < len(self.paths) else None
+            out.append((p, 60.0 * i, prev, None if prev is None else 60.0 * (i - 1),
+                        nxt, None if nxt is None else 60.0 * (i + 1)))
+        return out
+
+
+def rank(relevance: float, score: float) -> float:
+    return relevance * (0.7 + 0.3 * score / (score + 0.3))
+
+
+cases = st.lists(st.tuples(st.one_of(st.just(0.0), st.floats(0.01, 1.0)), st.floats(0.0, 1.0)),
+                 min_size=1, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases, st.integers(1, 15), st.floats(0.05, 1.0))
+def test_spread_is_exact_for_the_top_k_and_only_lifts(spec, top_k, weight):
+    index = FakeIndex(len(spec))
+    ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory"), s, r, rank(r, s))
+              for p, (r, s) in zip(index.paths, spec)]
+    got = episodes.spread(index, ranked, weight=weight, window_minutes=1, depth=1000, top_k=top_k, rank=rank)
+    # brute force: every memory pulls, every memory found may rise
+    rel = {p: r for p, (r, _s) in zip(index.paths, spec)}
+    want = {}
+    for i, p in enumerate(index.paths):
+        best = max([rel[q] for q in index.paths[max(0, i - 1):i + 2] if q != p] or [0.0])
+        want[p] = rel[p] + weight * (best - rel[p]) if rel[p] > 0 and best > rel[p] else rel[p]
+    order = sorted(index.paths, key=lambda p: (-rank(want[p], dict(zip(index.paths, spec))[p][1]), p))
+    got_order = [r[0].path for r in sorted(got, key=lambda r: (-r[3], r[0].path))]
+    assert got_order[:top_k] == order[:top_k]
+    top = {r[0].path: r[2] for r in sorted(got, key=lambda r: (-r[3], r[0].path))[:top_k]}
+    assert all(top[p] == pytest.approx(want[p]) for p in top)
+    assert {r[0].path for r in got} == set(index.paths)
+    assert all(r[2] >= rel[r[0].path] for r in got)
+    assert max(r[2] for r in got) == max(rel.values())
+
+
+def test_spread_with_weight_zero_changes_nothing():
+    index = FakeIndex(3)
+    ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory"), 0.5, r, r) for p, r in zip(index.paths, (1.0, 0.1, 0.0))]
+    assert episodes.spread(index, ranked, weight=0.0, window_minutes=60, depth=100, top_k=3, rank=rank) == ranked
+
+
+def test_the_catalog_has_the_episode_index(store):
+    names = {r[0] for r in store.index.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "notes_episode" in names
+    assert isinstance(store.index.db, sqlite3.Connection)

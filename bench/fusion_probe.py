@@ -155,6 +155,14 @@ def main() -> int:
         for m in (3, 5, 10):
             for beta in (0.3, 0.5, 1.0):
                 run(f"  prf m={m} beta={beta}", lambda c, m=m, b=beta: prf(c, v, m, b))
+    print("-- temporal contiguity (episodes.py): a session's turns in order, neighbours = the turns beside")
+    hyb = lambda c: relevance(score_fusion(lex_matrix(c), sem(c), norm="median"))  # noqa: E731
+    lexr = lambda c: maxnorm(lex_matrix(c))  # noqa: E731
+    for label, base in (("hybrid", hyb), ("lexical", lexr)):
+        run(f"  {label}, none", lambda c, b=base: decayed(b(c), c))
+        for variant, w in (("add", 0.3), ("add", 0.5), ("up", 0.5), ("up, found only", 0.4),
+                           ("up, found only", 0.5), ("up, found only", 0.6), ("up, found only", 0.7)):
+            run(f"  {label}, {variant} w {w}", lambda c, b=base, v=variant, w=w: decayed(contiguity(b(c), c, v, w), c))
     print("-- sweep, decay on")
     for name, fn in SWEEP.items():
         run(f"  {name}, decay", lambda c, fn=fn: decayed(relevance(fn(lex_matrix(c), sem(c))), c))
@@ -185,6 +193,22 @@ SWEEP = {
     "rrf 10 w.4": lambda L, C: rrf(L, C, 10, w=0.4),
     "rrf 10 w.6": lambda L, C: rrf(L, C, 10, w=0.6),
 }
+
+
+def contiguity(rel: np.ndarray, c: dict[str, Any], variant: str, w: float) -> np.ndarray:
+    """add: rel + w x best neighbour; up: rel + w x max(0, best neighbour - rel);
+    "found only": memories the search did not find (rel 0) stay out."""
+    session = np.array([int(t["dia"][1:].split(":")[0]) for t in c["turns"]])
+    r = np.where(rel > -1e8, rel, 0.0)
+    prev, nxt = np.zeros_like(r), np.zeros_like(r)
+    prev[:, 1:], nxt[:, :-1] = r[:, :-1], r[:, 1:]
+    prev[:, ~np.r_[False, session[1:] == session[:-1]]] = 0
+    nxt[:, ~np.r_[session[:-1] == session[1:], False]] = 0
+    best = np.maximum(prev, nxt)
+    if variant == "add":
+        return r + w * best
+    lifted = r + w * np.maximum(0, best - r)
+    return np.where(r > 0, lifted, -1e9) if variant.endswith("found only") else lifted
 
 
 def decayed(rel: np.ndarray, c: dict[str, Any], w: float = 0.3) -> np.ndarray:

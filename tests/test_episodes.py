@@ -1,5 +1,5 @@
 """Temporal contiguity (episodes.py): a memory found by a search rises toward the relevance of
-the memory saved just before or after it in the same context."""
+the memory saved just before or after it from the same origin (agent and source)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ def relevance_of(store, query: str, **kw) -> dict[str, float]:
     return {r["id"]: r["relevance"] for r in store.search(query, top_k=10, **kw)["results"]}
 
 
-def conversation(store, clock, turns: list[str], *, minutes: float = 1, context: str | None = None) -> list[str]:
+def conversation(store, clock, turns: list[str], *, minutes: float = 1, source: str | None = None) -> list[str]:
     ids = []
     for text in turns:
-        ids.append(store.save(text, context=context, dedupe=False)["memory_id"])
+        ids.append(store.save(text, source=source, dedupe=False)["memory_id"])
         clock.advance(minutes=minutes)
     return ids
 
@@ -58,19 +58,22 @@ def test_neighbours_further_apart_than_the_window_lend_nothing(store, clock):
     assert relevance_of(store, "running shoes")[reply] > plain[reply]
 
 
-def test_an_episode_is_one_context(store, clock):
-    shoes = store.save("I bought new running shoes", context="chat-1")["memory_id"]
+def test_an_episode_is_one_origin_the_same_agent_and_source(store, clock):
+    shoes = store.save("I bought new running shoes", source="chat-1", context="gear talk")["memory_id"]
     clock.advance(minutes=1)
-    other = store.save("Running the quarterly report tonight", context="chat-2")["memory_id"]
+    other = store.save("Running the quarterly report tonight", source="chat-2")["memory_id"]
     clock.advance(minutes=1)
-    reply = store.save("For walking or running?", context="chat-1")["memory_id"]
+    agent_b = store.save("Running errands, back soon", source="chat-1", agent="bot-b")["memory_id"]
+    clock.advance(minutes=1)
+    reply = store.save("For walking or running?", source="chat-1", context="a different note")["memory_id"]
     store.settings.contiguity_weight = 0.0
     plain = relevance_of(store, "running shoes")
     store.settings.contiguity_weight = 0.5
     lifted = relevance_of(store, "running shoes")
-    # chat-1's reply skips chat-2's memory to its own previous turn; chat-2's memory has none
+    # chat-1's reply skips chat-2's memory and bot-b's to its own previous turn (context is
+    # free text and does not split an episode); the other two have no better neighbour
     assert lifted[reply] == pytest.approx(plain[reply] + 0.5 * (1.0 - plain[reply]), abs=1e-4)
-    assert lifted[other] == plain[other] and lifted[shoes] == 1.0
+    assert lifted[other] == plain[other] and lifted[agent_b] == plain[agent_b] and lifted[shoes] == 1.0
 
 
 def test_equal_matches_side_by_side_lend_each_other_nothing(store, clock):
@@ -89,28 +92,30 @@ def test_contiguity_settings_are_validated():
 # -- the neighbour query against a plain-Python reference ----------------------------------------
 
 notes = st.lists(
-    st.tuples(st.sampled_from([None, "a", "b"]), st.one_of(st.none(), st.integers(0, 6).map(float)),
-              st.sampled_from(["memory", "memory", "note"])),
+    st.tuples(st.sampled_from([None, "a", "b"]), st.sampled_from([None, "x"]),
+              st.one_of(st.none(), st.integers(0, 6).map(float)), st.sampled_from(["memory", "memory", "note"])),
     min_size=1, max_size=12)
 
 
-def reference(rows: list[tuple[str, str | None, float | None, str]], path: str) -> tuple:
+def reference(rows: list[tuple[str, str | None, str | None, float | None, str]], path: str) -> tuple:
+    """(path, created, prev, its created, next, its created) by sorting in Python."""
     mine = {r[0]: r for r in rows}[path]
-    if mine[3] != "memory" or mine[2] is None:
+    if mine[4] != "memory" or mine[3] is None:
         return ()
-    same = sorted((r[2], r[0]) for r in rows if r[3] == "memory" and r[1] == mine[1] and r[2] is not None)
-    at = same.index((mine[2], path))
+    same = sorted((r[3], r[0]) for r in rows
+                  if r[4] == "memory" and r[1:3] == mine[1:3] and r[3] is not None)
+    at = same.index((mine[3], path))
     prev = same[at - 1] if at > 0 else (None, None)
     nxt = same[at + 1] if at + 1 < len(same) else (None, None)
-    return (path, mine[2], prev[1], prev[0], nxt[1], nxt[0])
+    return (path, mine[3], prev[1], prev[0], nxt[1], nxt[0])
 
 
 @settings(max_examples=150, deadline=None)
 @given(notes)
-def test_neighbours_query_matches_created_order_within_a_context(tmp_path_factory, spec):
+def test_neighbours_query_matches_created_order_within_an_origin(tmp_path_factory, spec):
     db = _connect(tmp_path_factory.mktemp("db") / "catalog.sqlite")
-    rows = [(f"m/{n:02d}.md", context, created, kind) for n, (context, created, kind) in enumerate(spec)]
-    db.executemany("INSERT INTO notes (path, context, created, kind) VALUES (?, ?, ?, ?)", rows)
+    rows = [(f"m/{n:02d}.md", source, agent, created, kind) for n, (source, agent, created, kind) in enumerate(spec)]
+    db.executemany("INSERT INTO notes (path, source, agent, created, kind) VALUES (?, ?, ?, ?, ?)", rows)
     paths = [r[0] for r in rows]
     got = {r[0]: tuple(r) for r in db.execute(_NEIGHBOURS, (json.dumps(paths),))}
     for path in paths:
@@ -118,10 +123,10 @@ def test_neighbours_query_matches_created_order_within_a_context(tmp_path_factor
     db.close()
 
 
-def test_neighbours_use_the_episode_index(tmp_path):
+def test_neighbours_use_the_origin_index(tmp_path):
     db = _connect(tmp_path / "catalog.sqlite")
     plan = " ".join(r[-1] for r in db.execute("EXPLAIN QUERY PLAN " + _NEIGHBOURS, ("[]",)))
-    assert plan.count("USING COVERING INDEX notes_episode") == 2 and plan.startswith("SCAN c VIRTUAL TABLE")
+    assert plan.count("USING COVERING INDEX notes_by_origin") == 2 and plan.startswith("SCAN c VIRTUAL TABLE")
     db.close()
 
 
@@ -183,7 +188,7 @@ def test_spread_with_weight_zero_changes_nothing():
     assert episodes.spread(index, ranked, weight=0.0, window_minutes=60, depth=100, top_k=3, rank=rank) == ranked
 
 
-def test_the_catalog_has_the_episode_index(store):
+def test_the_catalog_has_the_origin_index(store):
     names = {r[0] for r in store.index.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert "notes_episode" in names
+    assert "notes_by_origin" in names and "notes_episode" not in names
     assert isinstance(store.index.db, sqlite3.Connection)

@@ -207,7 +207,7 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
     Words are OR-ed (more matching words rank higher); use "quotes" for a phrase,
     AND/OR/NOT and parentheses for structure. With no query, lists memories by score.
     Matches due for review are blended in and marked "review". A match saved
-    just before or after a better one (same context, within an hour) rises toward it.
+    just before or after a better one (same source, within an hour) rises toward it.
     --semantic ranks by meaning, --hybrid fuses both (score fusion, see docs/retrieval.md); both need
     the embeddings extra (pip install "vaultmem[embeddings]").
 

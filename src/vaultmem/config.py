@@ -74,7 +74,7 @@ class Settings:
     search_candidates: int = 100
     decay_weight: float = 0.3
     # temporal contiguity (episodes.py): a memory's relevance moves this share of the way up to
-    # that of the memory saved just before or after it (same context, within the window); 0 = off
+    # that of the memory saved just before or after it (same agent and source, within the window); 0 = off
     contiguity_weight: float = 0.5
     contiguity_window_minutes: float = 60.0
     embeddings: str = "auto"  # auto (when the extra is installed) | on | off

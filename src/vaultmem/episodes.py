@@ -1,8 +1,8 @@
 """Temporal contiguity: memories formed together are recalled together.
 
-An episode is a run of memories of the same `context` (the conversation id, tool or
-"manual"; no context is a context too) created no more than `contiguity_window_minutes`
-apart. A memory's neighbours are the memory just before and just after it in its episode
+An episode is a run of memories of the same origin (the same `agent` and `source`: the
+conversation id, tool or "manual" a client saves with; none is an origin too) created no
+more than `contiguity_window_minutes` apart. A memory's neighbours are the memory just before and just after it in its episode
 (created order, ties by path). Search moves the relevance of every memory it found
 `contiguity_weight` of the way up to its best-matching neighbour's, never down:
 

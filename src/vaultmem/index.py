@@ -113,14 +113,14 @@ class Record:
 
 assert tuple(f.name for f in dataclasses.fields(Record)) == _COLUMNS
 
-# (created, path) row values walk the notes_episode index one step either way.
+# (created, path) row values walk the notes_by_origin index one step either way.
 _NEIGHBOURS = (
     "SELECT n.path, n.created, p.path, p.created, q.path, q.created"
     " FROM json_each(?) AS c CROSS JOIN notes n ON n.path = c.value"  # c first: a lookup per path
-    " LEFT JOIN notes p ON p.path = (SELECT path FROM notes WHERE kind = 'memory' AND context IS n.context"
-    "  AND (created, path) < (n.created, n.path) ORDER BY created DESC, path DESC LIMIT 1)"
-    " LEFT JOIN notes q ON q.path = (SELECT path FROM notes WHERE kind = 'memory' AND context IS n.context"
-    "  AND (created, path) > (n.created, n.path) ORDER BY created, path LIMIT 1)"
+    " LEFT JOIN notes p ON p.path = (SELECT path FROM notes WHERE kind = 'memory' AND agent IS n.agent"
+    "  AND source IS n.source AND (created, path) < (n.created, n.path) ORDER BY created DESC, path DESC LIMIT 1)"
+    " LEFT JOIN notes q ON q.path = (SELECT path FROM notes WHERE kind = 'memory' AND agent IS n.agent"
+    "  AND source IS n.source AND (created, path) > (n.created, n.path) ORDER BY created, path LIMIT 1)"
     " WHERE n.kind = 'memory' AND n.created IS NOT NULL"
 )
 
@@ -584,8 +584,9 @@ class Index:
     def neighbours(self, paths: Sequence[str]) -> list[tuple[str, float, str | None, float | None,
                                                                str | None, float | None]]:
         """(path, created, previous path, its created, next path, its created) for each memory
-        in `paths` that has a created time: the memories of the same `context` just before
-        and after it in created order (ties by path). One statement for any number of paths."""
+        in `paths` that has a created time: the memories of the same origin (`agent` and
+        `source`) just before and after it in created order (ties by path). One statement for
+        any number of paths."""
         return self.db.execute(_NEIGHBOURS, (json.dumps(list(paths)),)).fetchall()
 
     def count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
@@ -763,8 +764,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     )
     db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
     db.execute("CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)")
-    # A memory's neighbours in its episode (episodes.py): same context, next in created order.
-    db.execute("CREATE INDEX IF NOT EXISTS notes_episode ON notes(kind, context, created, path)")
+    # A memory's neighbours in its episode (episodes.py): same agent and source, next in created order.
+    db.execute("DROP INDEX IF EXISTS notes_episode")  # keyed by `context` for a day in development
+    db.execute("CREATE INDEX IF NOT EXISTS notes_by_origin ON notes(kind, agent, source, created, path)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
     # Each note's outgoing wikilinks as written, and the path each resolves to now (`dst`, NULL
     # when unresolved); links.store_links re-resolves affected links on every sync.

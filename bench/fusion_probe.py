@@ -163,6 +163,9 @@ def main() -> int:
         for variant, w in (("add", 0.3), ("add", 0.5), ("up", 0.5), ("up, found only", 0.4),
                            ("up, found only", 0.5), ("up, found only", 0.6), ("up, found only", 0.7)):
             run(f"  {label}, {variant} w {w}", lambda c, b=base, v=variant, w=w: decayed(contiguity(b(c), c, v, w), c))
+        for span, d in ((2, 0.5), (2, 0.7), (2, 1.0), (3, 1.0)):
+            run(f"  {label}, up, found only w 0.5, span {span} x{d}",
+                lambda c, b=base, n=span, d=d: decayed(contiguity(b(c), c, "up, found only", 0.5, n, d), c))
     print("-- sweep, decay on")
     for name, fn in SWEEP.items():
         run(f"  {name}, decay", lambda c, fn=fn: decayed(relevance(fn(lex_matrix(c), sem(c))), c))
@@ -195,16 +198,20 @@ SWEEP = {
 }
 
 
-def contiguity(rel: np.ndarray, c: dict[str, Any], variant: str, w: float) -> np.ndarray:
+def contiguity(rel: np.ndarray, c: dict[str, Any], variant: str, w: float, span: int = 1,
+               d: float = 1.0) -> np.ndarray:
     """add: rel + w x best neighbour; up: rel + w x max(0, best neighbour - rel);
-    "found only": memories the search did not find (rel 0) stay out."""
+    "found only": memories the search did not find (rel 0) stay out. Neighbours: up to
+    `span` turns either side in the same session, the one at lag L counted x d**(L-1)."""
     session = np.array([int(t["dia"][1:].split(":")[0]) for t in c["turns"]])
     r = np.where(rel > -1e8, rel, 0.0)
-    prev, nxt = np.zeros_like(r), np.zeros_like(r)
-    prev[:, 1:], nxt[:, :-1] = r[:, :-1], r[:, 1:]
-    prev[:, ~np.r_[False, session[1:] == session[:-1]]] = 0
-    nxt[:, ~np.r_[session[:-1] == session[1:], False]] = 0
-    best = np.maximum(prev, nxt)
+    best = np.zeros_like(r)
+    for lag in range(1, span + 1):
+        prev, nxt = np.zeros_like(r), np.zeros_like(r)
+        prev[:, lag:], nxt[:, :-lag] = r[:, :-lag], r[:, lag:]
+        prev[:, ~np.r_[[False] * lag, session[lag:] == session[:-lag]]] = 0
+        nxt[:, ~np.r_[session[:-lag] == session[lag:], [False] * lag]] = 0
+        best = np.maximum(best, d ** (lag - 1) * np.maximum(prev, nxt))
     if variant == "add":
         return r + w * best
     lifted = r + w * np.maximum(0, best - r)

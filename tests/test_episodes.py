@@ -3,8 +3,8 @@ the memory saved just before or after it from the same origin (agent and source)
 
 from __future__ import annotations
 
-import json
 import sqlite3
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from vaultmem import episodes
 from vaultmem.config import Settings
 from vaultmem.errors import ConfigError
-from vaultmem.index import _NEIGHBOURS, Record, _connect
+from vaultmem.index import _NEIGHBOURS, Index, Record, _connect
 
 
 def relevance_of(store, query: str, **kw) -> dict[str, float]:
@@ -76,6 +76,32 @@ def test_an_episode_is_one_origin_the_same_agent_and_source(store, clock):
     assert lifted[other] == plain[other] and lifted[agent_b] == plain[agent_b] and lifted[shoes] == 1.0
 
 
+def test_the_two_memories_on_each_side_are_neighbours_while_the_gaps_stay_within_the_window(store, clock):
+    shoes = store.save("I bought new running shoes", dedupe=False)["memory_id"]
+    clock.advance(minutes=50)
+    store.save("Nice, what colour?", dedupe=False)
+    clock.advance(minutes=50)  # 100 minutes after the shoes, but each gap is within the hour
+    reply = store.save("For walking or running?", dedupe=False)["memory_id"]
+    clock.advance(minutes=1)
+    store.save("Both, mostly trail days", dedupe=False)
+    clock.advance(minutes=1)
+    store.save("Trail days are the best days", dedupe=False)
+    clock.advance(minutes=1)
+    third = store.save("Running club on Sunday", dedupe=False)["memory_id"]  # three steps after the reply
+    store.settings.contiguity_weight = 0.0
+    plain = relevance_of(store, "running shoes")
+    store.settings.contiguity_weight = 0.5
+    lifted = relevance_of(store, "running shoes")
+    assert lifted[reply] == pytest.approx(plain[reply] + 0.5 * (1.0 - plain[reply]), abs=1e-4)
+    assert lifted[third] == plain[third] and lifted[shoes] == 1.0
+    store.settings.contiguity_span = 1
+    assert relevance_of(store, "running shoes")[reply] == plain[reply]
+    store.settings.contiguity_span = 3
+    assert relevance_of(store, "running shoes")[third] > plain[third]
+    store.settings.contiguity_span, store.settings.contiguity_window_minutes = 2, 45
+    assert relevance_of(store, "running shoes") == plain
+
+
 def test_equal_matches_side_by_side_lend_each_other_nothing(store, clock):
     ids = conversation(store, clock, [f"kafka partition note {n}" for n in range(4)])
     assert set(relevance_of(store, "kafka partition").values()) == {1.0}
@@ -87,6 +113,8 @@ def test_contiguity_settings_are_validated():
         Settings(contiguity_weight=1.5).validate()
     with pytest.raises(ConfigError, match=r"^contiguity_window_minutes must be greater than 0, got 0$"):
         Settings(contiguity_window_minutes=0).validate()
+    with pytest.raises(ConfigError, match=r"^contiguity_span must be greater than 0, got 0$"):
+        Settings(contiguity_span=0).validate()
 
 
 # -- the neighbour query against a plain-Python reference ----------------------------------------
@@ -97,35 +125,33 @@ notes = st.lists(
     min_size=1, max_size=12)
 
 
-def reference(rows: list[tuple[str, str | None, str | None, float | None, str]], path: str) -> tuple:
-    """(path, created, prev, its created, next, its created) by sorting in Python."""
+def reference(rows: list[tuple[str, str | None, str | None, float | None, str]], path: str, span: int) -> tuple:
+    """(path, created, before, after) by sorting in Python."""
     mine = {r[0]: r for r in rows}[path]
     if mine[4] != "memory" or mine[3] is None:
         return ()
-    same = sorted((r[3], r[0]) for r in rows
-                  if r[4] == "memory" and r[1:3] == mine[1:3] and r[3] is not None)
-    at = same.index((mine[3], path))
-    prev = same[at - 1] if at > 0 else (None, None)
-    nxt = same[at + 1] if at + 1 < len(same) else (None, None)
-    return (path, mine[3], prev[1], prev[0], nxt[1], nxt[0])
+    same = sorted((r[0], r[3]) for r in rows if r[4] == "memory" and r[1:3] == mine[1:3] and r[3] is not None)
+    same.sort(key=lambda x: (x[1], x[0]))
+    at = same.index((path, mine[3]))
+    return (path, mine[3], same[max(0, at - span):at][::-1], same[at + 1:at + 1 + span])
 
 
 @settings(max_examples=150, deadline=None)
-@given(notes)
-def test_neighbours_query_matches_created_order_within_an_origin(tmp_path_factory, spec):
+@given(notes, st.integers(1, 3))
+def test_neighbours_query_matches_created_order_within_an_origin(tmp_path_factory, spec, span):
     db = _connect(tmp_path_factory.mktemp("db") / "catalog.sqlite")
     rows = [(f"m/{n:02d}.md", source, agent, created, kind) for n, (source, agent, created, kind) in enumerate(spec)]
     db.executemany("INSERT INTO notes (path, source, agent, created, kind) VALUES (?, ?, ?, ?, ?)", rows)
     paths = [r[0] for r in rows]
-    got = {r[0]: tuple(r) for r in db.execute(_NEIGHBOURS, (json.dumps(paths),))}
+    got = {r[0]: r for r in Index.neighbours(SimpleNamespace(db=db), paths, span)}  # type: ignore[arg-type]
     for path in paths:
-        assert got.get(path, ()) == reference(rows, path)
+        assert got.get(path, ()) == reference(rows, path, span)
     db.close()
 
 
 def test_neighbours_use_the_origin_index(tmp_path):
     db = _connect(tmp_path / "catalog.sqlite")
-    plan = " ".join(r[-1] for r in db.execute("EXPLAIN QUERY PLAN " + _NEIGHBOURS, ("[]",)))
+    plan = " ".join(r[-1] for r in db.execute("EXPLAIN QUERY PLAN " + _NEIGHBOURS, {"paths": "[]", "span": 2}))
     assert plan.count("USING COVERING INDEX notes_by_origin") == 2 and plan.startswith("SCAN c VIRTUAL TABLE")
     db.close()
 
@@ -134,58 +160,63 @@ def test_neighbours_use_the_origin_index(tmp_path):
 
 
 class FakeIndex:
-    """Index.neighbours over an in-memory list, with no context and one memory per minute."""
+    """Index.neighbours over an in-memory list of one origin, created at the given minutes."""
 
-    def __init__(self, n: int) -> None:
-        self.paths = [f"m{i:03d}" for i in range(n)]
+    def __init__(self, minutes: list[float]) -> None:
+        self.paths = [f"m{i:03d}" for i in range(len(minutes))]
+        self.created = [60.0 * m for m in minutes]
 
-    def neighbours(self, paths):
+    def neighbours(self, paths, span):
         at = {p: i for i, p in enumerate(self.paths)}
-        out = []
-        for p in paths:
-            i = at[p]
-            prev = self.paths[i - 1] if i else None
-            nxt = self.paths[i + 1] if i + 1 < len(self.paths) else None
-            out.append((p, 60.0 * i, prev, None if prev is None else 60.0 * (i - 1),
-                        nxt, None if nxt is None else 60.0 * (i + 1)))
-        return out
+        side = lambda idx: [(self.paths[j], self.created[j]) for j in idx]  # noqa: E731
+        return [(p, self.created[at[p]], side(range(at[p] - 1, max(-1, at[p] - 1 - span), -1)),
+                 side(range(at[p] + 1, min(len(self.paths), at[p] + 1 + span)))) for p in paths]
 
 
 def rank(relevance: float, score: float) -> float:
     return relevance * (0.7 + 0.3 * score / (score + 0.3))
 
 
-cases = st.lists(st.tuples(st.one_of(st.just(0.0), st.floats(0.01, 1.0)), st.floats(0.0, 1.0)),
+cases = st.lists(st.tuples(st.one_of(st.just(0.0), st.floats(0.01, 1.0)), st.floats(0.0, 1.0),
+                           st.sampled_from([1.0, 30.0, 59.0, 61.0, 120.0])),  # minutes after the one before
                  min_size=1, max_size=40)
 
 
 @settings(max_examples=300, deadline=None)
-@given(cases, st.integers(1, 15), st.floats(0.05, 1.0))
-def test_spread_is_exact_for_the_top_k_and_only_lifts(spec, top_k, weight):
-    index = FakeIndex(len(spec))
-    ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory"), s, r, rank(r, s))
-              for p, (r, s) in zip(index.paths, spec)]
-    got = episodes.spread(index, ranked, weight=weight, window_minutes=1, depth=1000, top_k=top_k, rank=rank)
-    # brute force: every memory pulls, every memory found may rise
-    rel = {p: r for p, (r, _s) in zip(index.paths, spec)}
+@given(cases, st.integers(1, 15), st.floats(0.05, 1.0), st.integers(1, 3))
+def test_spread_is_exact_for_the_top_k_and_only_lifts(spec, top_k, weight, span):
+    minutes = [sum(gap for _r, _s, gap in spec[:i + 1]) for i in range(len(spec))]
+    index = FakeIndex(minutes)
+    score = {p: s for p, (_r, s, _g) in zip(index.paths, spec)}
+    rel = {p: r for p, (r, _s, _g) in zip(index.paths, spec)}
+    ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory"), score[p], rel[p], rank(rel[p], score[p]))
+              for p in index.paths]
+    got = episodes.spread(index, ranked, weight=weight, window_minutes=60, depth=1000, top_k=top_k, rank=rank,
+                          span=span)
+    # brute force: every memory pulls, through at most `span` steps of at most 60 minutes each
     want = {}
     for i, p in enumerate(index.paths):
-        best = max([rel[q] for q in index.paths[max(0, i - 1):i + 2] if q != p] or [0.0])
+        near = []
+        for step in (-1, 1):
+            j = i
+            while abs(j + step - i) <= span and 0 <= j + step < len(spec) and abs(minutes[j + step] - minutes[j]) <= 60:
+                j += step
+                near.append(index.paths[j])
+        best = max([rel[q] for q in near] or [0.0])
         want[p] = rel[p] + weight * (best - rel[p]) if rel[p] > 0 and best > rel[p] else rel[p]
-    order = sorted(index.paths, key=lambda p: (-rank(want[p], dict(zip(index.paths, spec))[p][1]), p))
-    got_order = [r[0].path for r in sorted(got, key=lambda r: (-r[3], r[0].path))]
-    assert got_order[:top_k] == order[:top_k]
-    top = {r[0].path: r[2] for r in sorted(got, key=lambda r: (-r[3], r[0].path))[:top_k]}
-    assert all(top[p] == pytest.approx(want[p]) for p in top)
+    order = sorted(index.paths, key=lambda p: (-rank(want[p], score[p]), p))
+    got_sorted = sorted(got, key=lambda r: (-r[3], r[0].path))
+    assert [r[0].path for r in got_sorted][:top_k] == order[:top_k]
+    assert all(r[2] == pytest.approx(want[r[0].path]) for r in got_sorted[:top_k])
     assert {r[0].path for r in got} == set(index.paths)
     assert all(r[2] >= rel[r[0].path] for r in got)
     assert max(r[2] for r in got) == max(rel.values())
 
 
 def test_spread_with_weight_zero_changes_nothing():
-    index = FakeIndex(3)
+    index = FakeIndex([0, 1, 2])
     ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory"), 0.5, r, r) for p, r in zip(index.paths, (1.0, 0.1, 0.0))]
-    assert episodes.spread(index, ranked, weight=0.0, window_minutes=60, depth=100, top_k=3, rank=rank) == ranked
+    assert episodes.spread(index, ranked, weight=0.0, window_minutes=60, depth=100, top_k=3, rank=rank, span=2) == ranked
 
 
 def test_the_catalog_has_the_origin_index(store):

@@ -74,9 +74,11 @@ class Settings:
     search_candidates: int = 100
     decay_weight: float = 0.3
     # temporal contiguity (episodes.py): a memory's relevance moves this share of the way up to
-    # that of the memory saved just before or after it (same agent and source, within the window); 0 = off
+    # that of the best of the memories saved just before or after it (same agent and source,
+    # contiguity_span each side, gaps within the window); 0 = off
     contiguity_weight: float = 0.5
     contiguity_window_minutes: float = 60.0
+    contiguity_span: int = 2  # neighbours on each side: 2 = the two memories before and after
     embeddings: str = "auto"  # auto (when the extra is installed) | on | off
     hybrid_fusion: str = "score"  # score (0.5 BM25F/best + 0.5 cosine rescaled median..best) | rrf
     rrf_k: int = 60
@@ -109,7 +111,7 @@ class Settings:
                     "tc_lambda_slow", "search_candidates", "max_note_bytes", "actr_time_unit_s",
                     "actr_rate_critical", "actr_rate_important", "actr_rate_reference",
                     "actr_rate_background", "access_history_size", "maintenance_interval",
-                    "contiguity_window_minutes")
+                    "contiguity_window_minutes", "contiguity_span")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be greater than 0, got {getattr(self, name)}")

@@ -2,8 +2,9 @@
 
 An episode is a run of memories of the same origin (the same `agent` and `source`: the
 conversation id, tool or "manual" a client saves with; none is an origin too) created no
-more than `contiguity_window_minutes` apart. A memory's neighbours are the memory just before and just after it in its episode
-(created order, ties by path). Search moves the relevance of every memory it found
+more than `contiguity_window_minutes` apart. A memory's neighbours are the
+`contiguity_span` (2) memories just before and just after it in its episode (created
+order, ties by path). Search moves the relevance of every memory it found
 `contiguity_weight` of the way up to its best-matching neighbour's, never down:
 
     relevance' = relevance + contiguity_weight * max(0, best neighbour's relevance - relevance)
@@ -28,26 +29,30 @@ if TYPE_CHECKING:
 
 # (record, decay score, relevance, rank) as store.search ranks them
 Ranked = tuple["Record", float, "float | None", float]
-# (path, created, previous path, its created, next path, its created): Index.neighbours
-Neighbours = tuple[str, float, "str | None", "float | None", "str | None", "float | None"]
+# (path, created, before, after): Index.neighbours, each side [(path, created)] nearest first
+Neighbours = tuple[str, float, list[tuple[str, float]], list[tuple[str, float]]]
 
 
 def pulls(relevance: dict[str, float], rows: Sequence[Neighbours], window_s: float) -> dict[str, float]:
     """Each memory's best neighbour relevance, from the memories in `relevance` (the rows
-    give their neighbours); a neighbour created more than window_s apart is no neighbour."""
+    give their neighbours). The episode ends at the first gap longer than window_s."""
     pull: dict[str, float] = {}
-    for path, created, prev, prev_created, nxt, next_created in rows:
+    for path, created, before, after in rows:
         own = relevance.get(path, 0.0)
         if own <= 0:
             continue
-        for other, at in ((prev, prev_created), (nxt, next_created)):
-            if other is not None and at is not None and abs(at - created) <= window_s:
+        for side in (before, after):
+            last = created
+            for other, at in side:
+                if abs(at - last) > window_s:
+                    break
                 pull[other] = max(pull.get(other, 0.0), own)
+                last = at
     return pull
 
 
 def spread(index: "Index", ranked: Sequence[Ranked], *, weight: float, window_minutes: float,
-           depth: int, top_k: int, rank: Callable[[float, float], float]) -> list[Ranked]:
+           depth: int, top_k: int, rank: Callable[[float, float], float], span: int = 1) -> list[Ranked]:
     """`ranked` with contiguity applied (unsorted): it reorders the memories a search found
     and adds none (a memory that matched nothing stays out). Exact for the top_k: ranks only
     rise here and a lifted memory rises to at most its neighbour's relevance, so a memory
@@ -59,7 +64,7 @@ def spread(index: "Index", ranked: Sequence[Ranked], *, weight: float, window_mi
     sources = heapq.nlargest(depth, (r for r in ranked if r[2] and r[2] >= floor), key=lambda r: r[2] or 0.0)
     if not sources:
         return list(ranked)
-    pull = pulls({r[0].path: r[2] or 0.0 for r in sources}, index.neighbours([r[0].path for r in sources]),
+    pull = pulls({r[0].path: r[2] or 0.0 for r in sources}, index.neighbours([r[0].path for r in sources], span),
                  window_minutes * 60)
     out: list[Ranked] = []
     for rec, score, rel, old_rank in ranked:

@@ -113,14 +113,13 @@ class Record:
 
 assert tuple(f.name for f in dataclasses.fields(Record)) == _COLUMNS
 
-# (created, path) row values walk the notes_by_origin index one step either way.
+# (created, path) row values walk the notes_by_origin index up to :span steps either way.
+_SIDE = ("(SELECT json_group_array(json_array(path, created)) FROM (SELECT path, created FROM notes"
+         " WHERE kind = 'memory' AND agent IS n.agent AND source IS n.source AND (created, path) {op}"
+         " (n.created, n.path) ORDER BY created {order}, path {order} LIMIT :span))")
 _NEIGHBOURS = (
-    "SELECT n.path, n.created, p.path, p.created, q.path, q.created"
-    " FROM json_each(?) AS c CROSS JOIN notes n ON n.path = c.value"  # c first: a lookup per path
-    " LEFT JOIN notes p ON p.path = (SELECT path FROM notes WHERE kind = 'memory' AND agent IS n.agent"
-    "  AND source IS n.source AND (created, path) < (n.created, n.path) ORDER BY created DESC, path DESC LIMIT 1)"
-    " LEFT JOIN notes q ON q.path = (SELECT path FROM notes WHERE kind = 'memory' AND agent IS n.agent"
-    "  AND source IS n.source AND (created, path) > (n.created, n.path) ORDER BY created, path LIMIT 1)"
+    f"SELECT n.path, n.created, {_SIDE.format(op='<', order='DESC')}, {_SIDE.format(op='>', order='ASC')}"
+    " FROM json_each(:paths) AS c CROSS JOIN notes n ON n.path = c.value"  # c first: a lookup per path
     " WHERE n.kind = 'memory' AND n.created IS NOT NULL"
 )
 
@@ -581,13 +580,18 @@ class Index:
             found.update((r.path, r) for r in self.records(f"path IN ({marks})", chunk))
         return found
 
-    def neighbours(self, paths: Sequence[str]) -> list[tuple[str, float, str | None, float | None,
-                                                               str | None, float | None]]:
-        """(path, created, previous path, its created, next path, its created) for each memory
-        in `paths` that has a created time: the memories of the same origin (`agent` and
-        `source`) just before and after it in created order (ties by path). One statement for
-        any number of paths."""
-        return self.db.execute(_NEIGHBOURS, (json.dumps(list(paths)),)).fetchall()
+    def neighbours(self, paths: Sequence[str], span: int = 1) -> list[
+            tuple[str, float, list[tuple[str, float]], list[tuple[str, float]]]]:
+        """(path, created, before, after) for each memory in `paths` that has a created time:
+        up to `span` memories of the same origin (`agent` and `source`) on each side in
+        created order (ties by path), as (path, created), nearest first. One statement."""
+        out = []
+        for path, created, before, after in self.db.execute(
+                _NEIGHBOURS, {"paths": json.dumps(list(paths)), "span": span}):
+            out.append((path, created,
+                        sorted(map(tuple, json.loads(before)), key=lambda x: (x[1], x[0]), reverse=True),
+                        sorted(map(tuple, json.loads(after)), key=lambda x: (x[1], x[0]))))
+        return out
 
     def count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
         return self.db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]

@@ -575,6 +575,7 @@ class MemoryStore:
             self.index, ranked, weight=self.settings.contiguity_weight,
             window_minutes=self.settings.contiguity_window_minutes,
             depth=max(self.settings.search_candidates, top_k * 5), top_k=top_k,
+            span=self.settings.contiguity_span,
             rank=lambda relevance, s: rank_score(relevance, s, weight))
         spread.sort(key=lambda r: (-r[3], -sims.get(r[0].path, 0.0), r[0].path))
         return spread

@@ -276,3 +276,44 @@ def test_agent_questions_are_routed_to_that_agent(store):
     assert [m["id"] for m in r["results"]] == [mine["memory_id"]]
     plain = store.recall("what does the marketing agent know about redis", min_score=0)  # unknown agent
     assert "agentAwareness" not in plain
+
+
+class _RecordingDb:
+    """The catalog connection, recording each statement's text."""
+
+    def __init__(self, db) -> None:
+        self.db, self.texts = db, set()
+
+    def execute(self, sql, *args):
+        self.texts.add(sql)
+        return self.db.execute(sql, *args)
+
+    def __enter__(self):
+        return self.db.__enter__()
+
+    def __exit__(self, *exc):
+        return self.db.__exit__(*exc)
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+
+def test_statement_texts_do_not_grow_with_the_number_of_results(store):
+    """sqlite3 caches one compiled statement per distinct text, so a long-lived process must
+    not build one per result count: lists go in as one JSON parameter (json_each) or as
+    `IN` lists padded to a power of two (links.pad_params)."""
+    import re
+
+    for n in range(9):
+        store.save(f"Redis cache note {n} about eviction", agent=f"bot-{n % 3}", dedupe=False)
+    found = store.search("redis")["results"]
+    store.relate(found[0]["id"], found[1]["id"], "related")
+    recording = _RecordingDb(store.index.db)
+    store.index._db = recording
+    for k in range(1, 10):
+        store.recall("redis eviction", limit=k, min_score=0.0)
+        store.synthesize("redis eviction")
+        store.read_graph(page=1, page_size=k)
+    lengths = {len(m) // 2 + 1 for sql in recording.texts for m in re.findall(r"IN \(\?((?:,\?)*)\)", sql)}
+    assert lengths <= {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
+    assert any("json_each" in sql for sql in recording.texts)

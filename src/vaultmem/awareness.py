@@ -10,6 +10,7 @@ marks each note of it `mesh_fact: true` and raises its `confidence` to at least 
 from __future__ import annotations
 
 import collections
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +117,9 @@ def synthesize(store: "MemoryStore", topic: str) -> dict[str, Any]:
     found = R.recall(store, topic, limit=R.MAX_LIMIT, min_score=0.0, agent=None,
                      record_access=False, remember=False)
     ids = [r["id"] for r in found["results"]]
-    recs = {r.id: r for r in store.index.records(f"kind = 'memory' AND id IN ({','.join('?' * len(ids))})", ids)}
+    # one statement text for any number of ids (a varying IN list grows sqlite's statement cache)
+    recs = {r.id: r for r in store.index.records("kind = 'memory' AND id IN (SELECT value FROM json_each(?))",
+                                                 [json.dumps(ids)])}
     clusters: list[list[dict[str, Any]]] = []
     for item in found["results"]:
         if not recs.get(item["id"]) or not item.get("botId"):

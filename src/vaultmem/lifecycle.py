@@ -388,7 +388,7 @@ def _promote_result(apply: bool, candidates: list[Candidate], promoted: list[Can
     if shown and store is not None and now is not None:
         top = shown[:MAX_CANDIDATES_SHOWN]
         by_id = {r.id: r for r in store.index.records(
-            f"kind = 'memory' AND id IN ({','.join('?' * len(top))})", [c.id for c in top])}
+            "kind = 'memory' AND id IN (SELECT value FROM json_each(?))", [json.dumps([c.id for c in top])])}
         for c in shown[:MAX_CANDIDATES_SHOWN]:
             rec = by_id.get(c.id)
             content = rec.content if rec else ""

@@ -12,6 +12,7 @@ one that reads the index and records the access.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -296,13 +297,13 @@ def _edges_from(store: "MemoryStore", paths: Sequence[str]) -> list[tuple[str, s
     """(src, type, dst) of resolved links leaving or entering `paths`, between live memories."""
     if not paths:
         return []
-    marks = ",".join("?" * len(paths))
+    marks = "SELECT value FROM json_each(?)"  # one statement text for any number of paths
     sql = ("SELECT l.src, l.type, l.dst FROM links l JOIN notes a ON a.path = l.src JOIN notes b ON b.path = l.dst"
            f" WHERE (l.src IN ({marks}) OR l.dst IN ({marks})) AND l.src != l.dst"
            " AND a.kind = 'memory' AND b.kind = 'memory' AND a.status != 'deleted' AND b.status != 'deleted'"
            " ORDER BY l.src, l.pos")
     try:
-        return list(store.index.db.execute(sql, [*paths, *paths]))
+        return list(store.index.db.execute(sql, [json.dumps(list(paths))] * 2))
     except Exception as exc:  # an index without the graph's links table: no graph features
         import sqlite3
 

@@ -317,6 +317,69 @@ def test_maintenance_failure_is_logged_not_fatal(store, caplog, monkeypatch):
     assert caplog.messages == ["maintenance failed: gc cannot move memory/stm/x.md; fix it"]
 
 
+def kill_emitters(watcher: w.Watcher) -> None:
+    """What watchdog's inotify emitter does to itself when a folder it just began watching
+    vanishes at once (a KeyError in its thread): the thread ends, the observer lives on."""
+    observer = watcher._observer
+    for emitter in list(observer.emitters):
+        emitter.stop()
+        emitter.join(TIMEOUT)
+    wait_for(lambda: not w._observer_healthy(observer), what="the emitter to stop")
+
+
+def test_a_dead_observer_is_restarted_and_nothing_is_missed(vault_path, running, reader, caplog):
+    r = running()
+    kill_emitters(r.watcher)
+    (vault_path / "memory" / "stm" / "while-deaf.md").write_text(note_text("quokka seen while restarting"))
+    wait_for(lambda: r.watcher.counts["observer_restarts"] == 1, what="the restart")
+    wait_for(lambda: hits(reader, "quokka"), what="the note written during the restart")
+    (vault_path / "memory" / "stm" / "after.md").write_text(note_text("wombat after the restart", "2" * 8 + "-2222-4333-8444-555555555555"))
+    wait_for(lambda: hits(reader, "wombat"), what="a note written after it")
+    assert not r.watcher._degraded
+    assert "the file observer stopped; restarted it and caught up with a full sync" in caplog.text
+
+
+def test_an_observer_that_cannot_restart_falls_back_to_periodic_full_syncs(vault_path, running, reader, caplog,
+                                                                          monkeypatch):
+    from watchdog.observers import Observer
+
+    class NoWatchesLeft:
+        def schedule(self, *a, **k):
+            pass
+
+        def start(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def stop(self):
+            pass
+
+    made: list[object] = []
+
+    def factory():
+        made.append(Observer() if not made else NoWatchesLeft())
+        return made[-1]
+
+    monkeypatch.setattr(w, "DEGRADED_SYNC_INTERVAL", 0.2)
+    r = running(observer_factory=factory)
+    kill_emitters(r.watcher)
+    wait_for(lambda: r.watcher._degraded, what="the fallback")
+    (vault_path / "memory" / "stm" / "polled.md").write_text(note_text("numbat found by a full sync"))
+    wait_for(lambda: hits(reader, "numbat"), what="the periodic full sync")
+    assert r.watcher.counts["observer_restarts"] == 0
+    assert "the file observer stopped and could not restart: " in caplog.text
+    assert "fs.inotify.max_user_watches" in caplog.text
+
+
+def test_an_observer_that_keeps_dying_is_given_up_on(vault_path, running, monkeypatch):
+    monkeypatch.setattr(w, "RESTARTS_ALLOWED", 1)
+    r = running()
+    kill_emitters(r.watcher)
+    wait_for(lambda: r.watcher.counts["observer_restarts"] == 1, what="the restart")
+    kill_emitters(r.watcher)
+    wait_for(lambda: r.watcher._degraded, what="the fallback")
+    assert r.watcher.counts["observer_restarts"] == 1
+
+
 def test_second_watcher_in_the_same_process_is_refused(vault_path, running):
     running()
     other = w.Watcher(MemoryStore(vault_path))

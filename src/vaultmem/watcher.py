@@ -35,6 +35,8 @@ DEBOUNCE = 0.1  # seconds of quiet before a batch is applied
 MAX_DELAY = 1.0  # a continuous stream of events still flushes this often
 FULL_SYNC_THRESHOLD = 1000  # a bigger batch is cheaper (and safer) as one scan + diff
 DEGRADED_SYNC_INTERVAL = 10.0  # full-sync period when the observer died (watch limit)
+# a dead observer is restarted, at most this many times in this many seconds, then degraded
+RESTARTS_ALLOWED, RESTART_PERIOD = 5, 60.0
 TRIM_INTERVAL = 5.0  # seconds between malloc_trim calls
 MMAP_THRESHOLD = 128 * 1024  # glibc: allocations this big or bigger are mmapped, and unmapped when freed
 STATUS_FILE = "state/watcher.json"
@@ -334,7 +336,9 @@ class Watcher:
         self._observer_factory = observer_factory
         self._observer: Any = None
         self._degraded = False
-        self.counts = {"batches": 0, "indexed": 0, "removed": 0, "skipped": 0, "ticks": 0, "merges": 0}
+        self._restarts: list[float] = []  # monotonic times of the recent observer restarts
+        self.counts = {"batches": 0, "indexed": 0, "removed": 0, "skipped": 0, "ticks": 0, "merges": 0,
+                       "observer_restarts": 0}
         self.status: dict[str, Any] = {}
         self.started = threading.Event()
         self._last_trim = 0.0
@@ -418,6 +422,29 @@ class Watcher:
             raise VaultmemError(f"cannot watch {root}: {exc.strerror or exc}; check the folder's permissions") from None
         self._observer = observer
 
+    def _restart_observer(self) -> None:
+        """The observer or one of its emitter threads died. watchdog's inotify emitter dies
+        when a folder it just began watching vanishes at once (a KeyError in its thread; Whoosh
+        makes and removes such folders under .vaultmem/ on every commit), so start a new one and
+        catch up with a full sync. If it cannot start (the inotify watch limit) or keeps dying,
+        fall back to a full sync every DEGRADED_SYNC_INTERVAL seconds."""
+        now = time.monotonic()
+        self._restarts = [t for t in self._restarts if now - t < RESTART_PERIOD] + [now]
+        self._stop_observer()
+        if len(self._restarts) <= RESTARTS_ALLOWED:
+            try:
+                self._start_observer()
+            except VaultmemError as exc:
+                log.error("the file observer stopped and could not restart: %s", exc)
+            else:
+                self.counts["observer_restarts"] += 1
+                log.warning("the file observer stopped; restarted it and caught up with a full sync")
+                self.apply(set(), True)
+                return
+        self._degraded = True
+        log.error("the file observer stopped (inotify watch limit?); falling back to a full sync every "
+                  "%.0f s. %s", DEGRADED_SYNC_INTERVAL, limit_message(OSError(errno.ENOSPC, "")))
+
     def _stop_observer(self) -> None:
         if self._observer is not None:
             with contextlib.suppress(Exception):
@@ -468,9 +495,7 @@ class Watcher:
                 self.tick()
                 next_tick = time.monotonic() + self.maintenance_interval
             if not self._degraded and self._observer is not None and not _observer_healthy(self._observer):
-                self._degraded = True
-                log.error("the file observer stopped (inotify watch limit?); falling back to a full sync every "
-                          "%.0f s. %s", DEGRADED_SYNC_INTERVAL, limit_message(OSError(errno.ENOSPC, "")))
+                self._restart_observer()
             if self._degraded and now >= next_degraded_sync:
                 self.apply(set(), True)
                 next_degraded_sync = time.monotonic() + DEGRADED_SYNC_INTERVAL

@@ -102,6 +102,18 @@ def test_the_two_memories_on_each_side_are_neighbours_while_the_gaps_stay_within
     assert relevance_of(store, "running shoes") == plain
 
 
+def test_a_forgotten_memory_leaves_its_episode(store, clock):
+    shoes, gone, reply = conversation(store, clock, ["I bought new running shoes", "Shoes are pricey these days",
+                                                     "For walking or running?"])
+    assert store.forget(gone)["status"] == "deleted"
+    store.settings.contiguity_weight, store.settings.contiguity_span = 0.0, 1
+    plain = relevance_of(store, "running shoes")
+    store.settings.contiguity_weight = 0.5
+    lifted = relevance_of(store, "running shoes")
+    assert gone not in lifted
+    assert lifted[reply] == pytest.approx(plain[reply] + 0.5 * (1.0 - plain[reply]), abs=1e-4)
+
+
 def test_equal_matches_side_by_side_lend_each_other_nothing(store, clock):
     ids = conversation(store, clock, [f"kafka partition note {n}" for n in range(4)])
     assert set(relevance_of(store, "kafka partition").values()) == {1.0}
@@ -121,16 +133,19 @@ def test_contiguity_settings_are_validated():
 
 notes = st.lists(
     st.tuples(st.sampled_from([None, "a", "b"]), st.sampled_from([None, "x"]),
-              st.one_of(st.none(), st.integers(0, 6).map(float)), st.sampled_from(["memory", "memory", "note"])),
+              st.one_of(st.none(), st.integers(0, 6).map(float)), st.sampled_from(["memory", "memory", "note"]),
+              st.sampled_from([None, "active", "deleted"])),
     min_size=1, max_size=12)
 
 
-def reference(rows: list[tuple[str, str | None, str | None, float | None, str]], path: str, span: int) -> tuple:
-    """(path, created, before, after) by sorting in Python."""
+def reference(rows: list[tuple[str, str | None, str | None, float | None, str, str | None]], path: str,
+              span: int) -> tuple:
+    """(path, created, before, after) by sorting in Python; soft-deleted memories are no neighbours."""
     mine = {r[0]: r for r in rows}[path]
     if mine[4] != "memory" or mine[3] is None:
         return ()
-    same = sorted((r[0], r[3]) for r in rows if r[4] == "memory" and r[1:3] == mine[1:3] and r[3] is not None)
+    same = sorted((r[0], r[3]) for r in rows if r[4] == "memory" and r[1:3] == mine[1:3] and r[3] is not None
+                  and (r[5] != "deleted" or r[0] == path))
     same.sort(key=lambda x: (x[1], x[0]))
     at = same.index((path, mine[3]))
     return (path, mine[3], same[max(0, at - span):at][::-1], same[at + 1:at + 1 + span])
@@ -140,8 +155,8 @@ def reference(rows: list[tuple[str, str | None, str | None, float | None, str]],
 @given(notes, st.integers(1, 3))
 def test_neighbours_query_matches_created_order_within_an_origin(tmp_path_factory, spec, span):
     db = _connect(tmp_path_factory.mktemp("db") / "catalog.sqlite")
-    rows = [(f"m/{n:02d}.md", source, agent, created, kind) for n, (source, agent, created, kind) in enumerate(spec)]
-    db.executemany("INSERT INTO notes (path, source, agent, created, kind) VALUES (?, ?, ?, ?, ?)", rows)
+    rows = [(f"m/{n:02d}.md", *note) for n, note in enumerate(spec)]
+    db.executemany("INSERT INTO notes (path, source, agent, created, kind, status) VALUES (?, ?, ?, ?, ?, ?)", rows)
     paths = [r[0] for r in rows]
     got = {r[0]: r for r in Index.neighbours(SimpleNamespace(db=db), paths, span)}  # type: ignore[arg-type]
     for path in paths:
@@ -152,7 +167,7 @@ def test_neighbours_query_matches_created_order_within_an_origin(tmp_path_factor
 def test_neighbours_use_the_origin_index(tmp_path):
     db = _connect(tmp_path / "catalog.sqlite")
     plan = " ".join(r[-1] for r in db.execute("EXPLAIN QUERY PLAN " + _NEIGHBOURS, {"paths": "[]", "span": 2}))
-    assert plan.count("USING COVERING INDEX notes_by_origin") == 2 and plan.startswith("SCAN c VIRTUAL TABLE")
+    assert plan.count("USING COVERING INDEX notes_episodes") == 2 and plan.startswith("SCAN c VIRTUAL TABLE")
     db.close()
 
 
@@ -221,5 +236,5 @@ def test_spread_with_weight_zero_changes_nothing():
 
 def test_the_catalog_has_the_origin_index(store):
     names = {r[0] for r in store.index.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert "notes_by_origin" in names and "notes_episode" not in names
+    assert "notes_episodes" in names and "notes_episode" not in names
     assert isinstance(store.index.db, sqlite3.Connection)

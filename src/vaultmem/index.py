@@ -113,9 +113,10 @@ class Record:
 
 assert tuple(f.name for f in dataclasses.fields(Record)) == _COLUMNS
 
-# (created, path) row values walk the notes_by_origin index up to :span steps either way.
+# (created, path) row values walk the notes_episodes index up to :span steps either way.
 _SIDE = ("(SELECT json_group_array(json_array(path, created)) FROM (SELECT path, created FROM notes"
-         " WHERE kind = 'memory' AND agent IS n.agent AND source IS n.source AND (created, path) {op}"
+         " WHERE kind = 'memory' AND agent IS n.agent AND source IS n.source AND status IS NOT 'deleted'"
+         " AND (created, path) {op}"
          " (n.created, n.path) ORDER BY created {order}, path {order} LIMIT :span))")
 _NEIGHBOURS = (
     f"SELECT n.path, n.created, {_SIDE.format(op='<', order='DESC')}, {_SIDE.format(op='>', order='ASC')}"
@@ -584,7 +585,8 @@ class Index:
             tuple[str, float, list[tuple[str, float]], list[tuple[str, float]]]]:
         """(path, created, before, after) for each memory in `paths` that has a created time:
         up to `span` memories of the same origin (`agent` and `source`) on each side in
-        created order (ties by path), as (path, created), nearest first. One statement."""
+        created order (ties by path), as (path, created), nearest first; soft-deleted memories
+        are gone from their episode. One statement."""
         out = []
         for path, created, before, after in self.db.execute(
                 _NEIGHBOURS, {"paths": json.dumps(list(paths)), "span": span}):
@@ -769,8 +771,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
     db.execute("CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)")
     # A memory's neighbours in its episode (episodes.py): same agent and source, next in created order.
-    db.execute("DROP INDEX IF EXISTS notes_episode")  # keyed by `context` for a day in development
-    db.execute("CREATE INDEX IF NOT EXISTS notes_by_origin ON notes(kind, agent, source, created, path)")
+    for old in ("notes_episode", "notes_by_origin"):  # its shapes during its first day in development
+        db.execute(f"DROP INDEX IF EXISTS {old}")
+    db.execute("CREATE INDEX IF NOT EXISTS notes_episodes ON notes(kind, agent, source, created, path, status)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
     # Each note's outgoing wikilinks as written, and the path each resolves to now (`dst`, NULL
     # when unresolved); links.store_links re-resolves affected links on every sync.

@@ -116,8 +116,7 @@ assert tuple(f.name for f in dataclasses.fields(Record)) == _COLUMNS
 # (created, path) row values walk the notes_episodes index up to :span steps either way.
 _SIDE = ("(SELECT json_group_array(json_array(path, created)) FROM (SELECT path, created FROM notes"
          " WHERE kind = 'memory' AND agent IS n.agent AND source IS n.source AND status IS NOT 'deleted'"
-         " AND (created, path) {op}"
-         " (n.created, n.path) ORDER BY created {order}, path {order} LIMIT :span))")
+         " AND (created, path) {op} (n.created, n.path) ORDER BY created {order}, path {order} LIMIT :span))")
 _NEIGHBOURS = (
     f"SELECT n.path, n.created, {_SIDE.format(op='<', order='DESC')}, {_SIDE.format(op='>', order='ASC')}"
     " FROM json_each(:paths) AS c CROSS JOIN notes n ON n.path = c.value"  # c first: a lookup per path

@@ -567,16 +567,16 @@ class MemoryStore:
     def _spread(self, ranked: list[tuple[Record, float, float | None, float]], sims: Mapping[str, float],
                 top_k: int) -> list[tuple[Record, float, float | None, float]]:
         """Temporal contiguity (episodes.py): each memory found moves up toward the relevance
-        of the memory saved just before or after it."""
+        of its best episode neighbour, then is ranked again with decay."""
         from vaultmem import episodes
 
-        weight = self.settings.decay_weight
+        decay_weight = self.settings.decay_weight
         spread = episodes.spread(
             self.index, ranked, weight=self.settings.contiguity_weight,
             window_minutes=self.settings.contiguity_window_minutes,
             depth=max(self.settings.search_candidates, top_k * 5), top_k=top_k,
             span=self.settings.contiguity_span,
-            rank=lambda relevance, s: rank_score(relevance, s, weight))
+            rank=lambda relevance, s: rank_score(relevance, s, decay_weight))
         spread.sort(key=lambda r: (-r[3], -sims.get(r[0].path, 0.0), r[0].path))
         return spread
 

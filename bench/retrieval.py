@@ -1,11 +1,13 @@
 """Retrieval quality on LoCoMo-format data: turn-level recall@k through `MemoryStore.search`.
 
 For each conversation: a fresh vault with one memory note per dialogue turn (created at its
-session's date, `speaker`, `date` and `dia_id` as properties, the image caption appended to
-the text when the turn shared one); each question is a query; recall@k is the fraction of a
-question's evidence turns found in the top k, averaged over questions, overall and per
-category. "Now" is the last session's date. Each search mode is run with decay blended in
-(the default ranking) and with relevance only (decay_weight = 0).
+session's date and time, the session's turns a minute apart in order; `speaker`, `date` and
+`dia_id` as properties, the image caption appended to the text when the turn shared one);
+each question is a query; recall@k is the fraction of a question's evidence turns found in
+the top k, averaged over questions, overall and per category. "Now" is the end of the last
+session (its start plus a minute per turn). Each search mode is run with decay blended in
+(the default ranking) and with relevance only (decay_weight = 0); `--contiguity 0` turns
+temporal contiguity off.
 
     PYTHONPATH=src python bench/retrieval.py --data ../shared/data/locomo-dev.json
     PYTHONPATH=src python bench/retrieval.py --data FILE --modes lexical,hybrid --json

@@ -114,6 +114,16 @@ def test_a_forgotten_memory_leaves_its_episode(store, clock):
     assert lifted[reply] == pytest.approx(plain[reply] + 0.5 * (1.0 - plain[reply]), abs=1e-4)
 
 
+def test_memories_saved_at_the_same_instant_are_not_neighbours(store, clock):
+    """They have no order between them (a bulk import, a fixed clock): nothing to go by."""
+    shoes = store.save("I bought new running shoes", dedupe=False)["memory_id"]
+    reply = store.save("For walking or running?", dedupe=False)["memory_id"]
+    store.settings.contiguity_weight = 0.0
+    plain = relevance_of(store, "running shoes")
+    store.settings.contiguity_weight = 0.5
+    assert relevance_of(store, "running shoes") == plain and plain[shoes] == 1.0 and plain[reply] < 1.0
+
+
 def test_equal_matches_side_by_side_lend_each_other_nothing(store, clock):
     ids = conversation(store, clock, [f"kafka partition note {n}" for n in range(4)])
     assert set(relevance_of(store, "kafka partition").values()) == {1.0}
@@ -144,11 +154,11 @@ def reference(rows: list[tuple[str, str | None, str | None, float | None, str, s
     mine = {r[0]: r for r in rows}[path]
     if mine[4] != "memory" or mine[3] is None:
         return ()
-    same = sorted((r[0], r[3]) for r in rows if r[4] == "memory" and r[1:3] == mine[1:3] and r[3] is not None
-                  and (r[5] != "deleted" or r[0] == path))
-    same.sort(key=lambda x: (x[1], x[0]))
-    at = same.index((path, mine[3]))
-    return (path, mine[3], same[max(0, at - span):at][::-1], same[at + 1:at + 1 + span])
+    same = sorted(((r[0], r[3]) for r in rows if r[4] == "memory" and r[1:3] == mine[1:3] and r[3] is not None
+                   and r[5] != "deleted"), key=lambda x: (x[1], x[0]))
+    before = [x for x in same if x[1] < mine[3]][::-1][:span]
+    after = [x for x in same if x[1] > mine[3]][:span]
+    return (path, mine[3], before, after)
 
 
 @settings(max_examples=150, deadline=None)

@@ -4,7 +4,8 @@ An episode is a run of memories of the same origin (the same `agent` and `source
 conversation id, tool or "manual" a client saves with; none is an origin too) created no
 more than `contiguity_window_minutes` apart. A memory's neighbours are the
 `contiguity_span` (2) memories just before and just after it in its episode (created
-order, ties by path). Search moves the relevance of every memory it found
+order; memories saved at the same instant have no order between them and are not
+neighbours). Search moves the relevance of every memory it found
 `contiguity_weight` of the way up to its best-matching neighbour's, never down:
 
     relevance' = relevance + contiguity_weight * max(0, best neighbour's relevance - relevance)

@@ -113,10 +113,11 @@ class Record:
 
 assert tuple(f.name for f in dataclasses.fields(Record)) == _COLUMNS
 
-# (created, path) row values walk the notes_episodes index up to :span steps either way.
+# The notes_episodes index, walked up to :span steps either way from a memory's created time.
+# Memories saved at the same instant have no order between them and are not neighbours.
 _SIDE = ("(SELECT json_group_array(json_array(path, created)) FROM (SELECT path, created FROM notes"
          " WHERE kind = 'memory' AND agent IS n.agent AND source IS n.source AND status IS NOT 'deleted'"
-         " AND (created, path) {op} (n.created, n.path) ORDER BY created {order}, path {order} LIMIT :span))")
+         " AND created {op} n.created ORDER BY created {order}, path {order} LIMIT :span))")
 _NEIGHBOURS = (
     f"SELECT n.path, n.created, {_SIDE.format(op='<', order='DESC')}, {_SIDE.format(op='>', order='ASC')}"
     " FROM json_each(:paths) AS c CROSS JOIN notes n ON n.path = c.value"  # c first: a lookup per path
@@ -583,9 +584,9 @@ class Index:
     def neighbours(self, paths: Sequence[str], span: int = 1) -> list[
             tuple[str, float, list[tuple[str, float]], list[tuple[str, float]]]]:
         """(path, created, before, after) for each memory in `paths` that has a created time:
-        up to `span` memories of the same origin (`agent` and `source`) on each side in
-        created order (ties by path), as (path, created), nearest first; soft-deleted memories
-        are gone from their episode. One statement."""
+        up to `span` memories of the same origin (`agent` and `source`) created before it and
+        after it (not at the same instant: those have no order), as (path, created), nearest
+        first (ties by path); soft-deleted memories are gone from their episode. One statement."""
         out = []
         for path, created, before, after in self.db.execute(
                 _NEIGHBOURS, {"paths": json.dumps(list(paths)), "span": span}):

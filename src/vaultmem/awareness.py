@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from vaultmem import recall as R
+from vaultmem.links import JSON_VALUES
 from vaultmem.errors import InvalidInput
 from vaultmem.index import iso
 
@@ -117,9 +118,7 @@ def synthesize(store: "MemoryStore", topic: str) -> dict[str, Any]:
     found = R.recall(store, topic, limit=R.MAX_LIMIT, min_score=0.0, agent=None,
                      record_access=False, remember=False)
     ids = [r["id"] for r in found["results"]]
-    # one statement text for any number of ids (a varying IN list grows sqlite's statement cache)
-    recs = {r.id: r for r in store.index.records("kind = 'memory' AND id IN (SELECT value FROM json_each(?))",
-                                                 [json.dumps(ids)])}
+    recs = {r.id: r for r in store.index.records(f"kind = 'memory' AND id IN ({JSON_VALUES})", [json.dumps(ids)])}
     clusters: list[list[dict[str, Any]]] = []
     for item in found["results"]:
         if not recs.get(item["id"]) or not item.get("botId"):

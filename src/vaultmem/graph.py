@@ -328,10 +328,9 @@ def read_graph(store: "MemoryStore", status: str = "active", *, include_scores: 
         edges = cat.edges("l.dst IS NOT NULL")
     elif shown:
         page_paths = [p for p, _s, _u in shown]
-        listed = json.dumps(page_paths)  # one statement text for any page size
-        edges = cat.edges("l.rowid IN (SELECT rowid FROM links WHERE src IN (SELECT value FROM json_each(?))"
-                          " UNION SELECT rowid FROM links WHERE dst IN (SELECT value FROM json_each(?)))",
-                          [listed, listed])
+        listed = json.dumps(page_paths)
+        edges = cat.edges(f"l.rowid IN (SELECT rowid FROM links WHERE src IN ({linkmod.JSON_VALUES})"
+                          f" UNION SELECT rowid FROM links WHERE dst IN ({linkmod.JSON_VALUES}))", [listed, listed])
     else:
         edges = []
     edges = [e for e in edges if e.src != e.dst and e.src in members and e.dst in members]

@@ -21,6 +21,7 @@ from vaultmem import note as notes
 from vaultmem.config import Settings
 from vaultmem.errors import InvalidInput, MalformedNote, NotFound, VaultmemError
 from vaultmem.index import Record, iso, record_from_text
+from vaultmem.links import JSON_VALUES
 from vaultmem.timeutil import days_between, parse_time
 
 if TYPE_CHECKING:
@@ -388,7 +389,7 @@ def _promote_result(apply: bool, candidates: list[Candidate], promoted: list[Can
     if shown and store is not None and now is not None:
         top = shown[:MAX_CANDIDATES_SHOWN]
         by_id = {r.id: r for r in store.index.records(
-            "kind = 'memory' AND id IN (SELECT value FROM json_each(?))", [json.dumps([c.id for c in top])])}
+            f"kind = 'memory' AND id IN ({JSON_VALUES})", [json.dumps([c.id for c in top])])}
         for c in shown[:MAX_CANDIDATES_SHOWN]:
             rec = by_id.get(c.id)
             content = rec.content if rec else ""

@@ -407,6 +407,9 @@ def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: boo
 
 
 IN_CHUNK = 512  # parameters per `IN (?, ...)` statement
+# `x IN (JSON_VALUES)` with json.dumps(values) as the one parameter: one statement text for
+# any number of values, for lists that are short and need no chunking (ids of one result page).
+JSON_VALUES = "SELECT value FROM json_each(?)"
 
 
 def pad_params(chunk: Sequence[Any]) -> list[Any]:

@@ -18,6 +18,7 @@ import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from vaultmem import note as notes
+from vaultmem.links import JSON_VALUES
 from vaultmem.timeutil import days_between, format_time, parse_time
 
 if TYPE_CHECKING:
@@ -297,9 +298,8 @@ def _edges_from(store: "MemoryStore", paths: Sequence[str]) -> list[tuple[str, s
     """(src, type, dst) of resolved links leaving or entering `paths`, between live memories."""
     if not paths:
         return []
-    marks = "SELECT value FROM json_each(?)"  # one statement text for any number of paths
     sql = ("SELECT l.src, l.type, l.dst FROM links l JOIN notes a ON a.path = l.src JOIN notes b ON b.path = l.dst"
-           f" WHERE (l.src IN ({marks}) OR l.dst IN ({marks})) AND l.src != l.dst"
+           f" WHERE (l.src IN ({JSON_VALUES}) OR l.dst IN ({JSON_VALUES})) AND l.src != l.dst"
            " AND a.kind = 'memory' AND b.kind = 'memory' AND a.status != 'deleted' AND b.status != 'deleted'"
            " ORDER BY l.src, l.pos")
     try:

@@ -514,7 +514,10 @@ class MemoryStore:
         else:
             ranked, sims = self._rank_semantic(text, mode, statuses, tags, since, min_score, top_k, now)
         if text and self.settings.contiguity_weight > 0:
-            ranked = self._spread(ranked, sims, top_k)
+            ranked = self._spread(ranked, top_k)
+        # one order for every mode: rank, then cosine (memories below the median cosine all
+        # have semantic relevance 0: they keep their cosine order), then path
+        ranked.sort(key=lambda r: (-r[3], -sims.get(r[0].path, 0.0), r[0].path))
         from vaultmem import lifecycle
 
         if include_review_candidates:
@@ -564,21 +567,19 @@ class MemoryStore:
         return [rec for rec in self.index.records(where, params)
                 if (not wanted or wanted & {t.lower() for t in rec.tags}) and self.visible(rec)]
 
-    def _spread(self, ranked: list[tuple[Record, float, float | None, float]], sims: Mapping[str, float],
+    def _spread(self, ranked: list[tuple[Record, float, float | None, float]],
                 top_k: int) -> list[tuple[Record, float, float | None, float]]:
         """Temporal contiguity (episodes.py): each memory found moves up toward the relevance
         of its best episode neighbour, then is ranked again with decay."""
         from vaultmem import episodes
 
         decay_weight = self.settings.decay_weight
-        spread = episodes.spread(
+        return episodes.spread(
             self.index, ranked, weight=self.settings.contiguity_weight,
             window_minutes=self.settings.contiguity_window_minutes,
             depth=max(self.settings.search_candidates, top_k * 5), top_k=top_k,
             span=self.settings.contiguity_span,
             rank=lambda relevance, s: rank_score(relevance, s, decay_weight))
-        spread.sort(key=lambda r: (-r[3], -sims.get(r[0].path, 0.0), r[0].path))
-        return spread
 
     def _rank(self, text: str, statuses: Sequence[str] | None, tags: Sequence[str],
               since: dt.datetime | None, min_score: float | None, top_k: int,
@@ -590,8 +591,7 @@ class MemoryStore:
                 s = self.score_of(rec, now)
                 if min_score is None or s >= min_score:
                     ranked.append((rec, s, None, s))
-            ranked.sort(key=lambda r: (-r[3], r[0].path))
-            return ranked
+            return ranked  # unsorted: search orders every mode's ranking once
         limit = max(self.settings.search_candidates, top_k * 5)
         while True:
             hits, complete = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
@@ -615,8 +615,7 @@ class MemoryStore:
             if len(ranked) >= top_k or complete:
                 break
             limit *= 4  # the score or window filter dropped too many: widen the candidate set
-        ranked.sort(key=lambda r: (-r[3], r[0].path))
-        return ranked
+        return ranked  # unsorted: search orders every mode's ranking once
 
     def _rank_semantic(self, text: str, mode: str, statuses: Sequence[str] | None, tags: Sequence[str],
                        since: dt.datetime | None, min_score: float | None, top_k: int,
@@ -647,9 +646,7 @@ class MemoryStore:
             if min_score is not None and s < min_score:
                 continue
             ranked.append((rec, s, relevance, rank_score(relevance, s, weight)))
-        # Memories below the median cosine all have relevance 0: keep them in cosine order.
-        ranked.sort(key=lambda r: (-r[3], -sims.get(r[0].path, 0.0), r[0].path))
-        return ranked, sims
+        return ranked, sims  # unsorted: search orders every mode's ranking once
 
     # -- reinforcement ----------------------------------------------------------------------
     def touch(self, ref: str, boost_strength: bool = False) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 from test_mcp_stdio import data, session_run
@@ -80,6 +82,7 @@ def test_store_toma_and_hooks_over_stdio(vault_path, tmp_path):
         out["context"] = data(await c.call_tool("before_agent_start", {"prompt": "Which port does Redis use?"}))
         out["end"] = data(await c.call_tool("agent_end", {"transcript": transcript}))
         out["bad_end"] = await c.call_tool("agent_end", {"transcript": "   "})
+        out["path_end"] = await c.call_tool("agent_end", {"transcript": json.dumps({"transcript_path": "/etc/passwd"})})
         return out
 
     out = session_run(vault_path, scenario, "--agent", "ops-agent", errlog=tmp_path / "err.txt")
@@ -105,6 +108,10 @@ def test_store_toma_and_hooks_over_stdio(vault_path, tmp_path):
     assert end["feedback"]["updated"] == 1  # the memory before_agent_start recalled
     assert (vault_path / end["snapshot"]["path"]).is_file()
     assert out["bad_end"].is_error and "the transcript has no messages" in out["bad_end"].content[0].text
+    assert out["path_end"].is_error and out["path_end"].content[0].text == (
+        "Error: agent_end takes the transcript's text, not a transcript_path; send the session's messages "
+        "(JSONL, a JSON message list or User:/Assistant: text)")
+    assert not any("root:" in p.read_text() for p in (vault_path / "memory").rglob("*.md"))
 
 
 def test_memory_consolidate_over_stdio_archives_a_near_duplicate(vault_path, tmp_path):

@@ -194,13 +194,35 @@ def test_capture_writes_snapshot_memories_and_feedback(store, vault_path):
     assert store.context("Redis", agent="other")["sessionSnapshot"] is None
 
 
-def test_capture_reads_claude_code_hook_input(store, tmp_path):
-    path = tmp_path / "t.jsonl"
+def test_capture_reads_claude_code_hook_input_from_an_allowed_folder(store, tmp_path, monkeypatch):
+    folder = tmp_path / "home" / ".claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    path = folder / "t.jsonl"
     path.write_text(CLAUDE_JSONL)
     hook = json.dumps({"session_id": "s-9", "transcript_path": str(path), "hook_event_name": "Stop"})
-    assert store.capture(hook, agent="cc")["turns"] == 3
+    assert store.capture(hook, agent="cc", follow_path=True)["turns"] == 3
     with pytest.raises(InvalidInput, match="the transcript has no messages"):
         store.capture("   ", agent="cc")
+
+
+def test_capture_never_reads_a_path_outside_the_vault_and_transcript_dirs(store, tmp_path):
+    secret = tmp_path / "id_rsa"
+    secret.write_text("User: -----BEGIN OPENSSH PRIVATE KEY----- remember this\n")
+    inside = tmp_path / "home" / ".claude" / "projects"
+    inside.mkdir(parents=True)
+    (inside / "link.jsonl").symlink_to(secret)  # a link in an allowed folder may not point out
+    before = sorted(p.name for p in (store.vault.root / "memory" / "sessions").iterdir())
+    for target in ("/etc/passwd", str(secret), str(inside / "link.jsonl"), str(inside / ".." / ".." / ".." / "id_rsa")):
+        hook = json.dumps({"transcript_path": target})
+        with pytest.raises(InvalidInput) as err:
+            store.capture(hook, agent="cc", follow_path=True)
+        assert str(err.value) == (f"transcript_path {target!r} is outside the vault and transcript_dirs "
+                                  "(~/.claude/projects); add its folder to transcript_dirs in .vaultmem/config.yaml")
+        with pytest.raises(InvalidInput) as err:
+            store.capture(hook, agent="cc")  # MCP: never a path, wherever it is
+        assert str(err.value) == ("agent_end takes the transcript's text, not a transcript_path; send the "
+                                  "session's messages (JSONL, a JSON message list or User:/Assistant: text)")
+    assert sorted(p.name for p in (store.vault.root / "memory" / "sessions").iterdir()) == before
 
 
 def test_hook_cli(runner, vault_path, tmp_path):
@@ -221,6 +243,12 @@ def test_hook_cli(runner, vault_path, tmp_path):
                            ["context", "--prompt", "-", "--agent", "cc"],
                            input=json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "redis cache size"}))
     assert "## Relevant memories" in prompt.output
+    stop = runner.invoke(__import__("vaultmem.cli", fromlist=["cli"]).cli,
+                         ["capture", "--transcript", "-", "--agent", "cc"],
+                         input=json.dumps({"hook_event_name": "Stop", "transcript_path": "/etc/passwd"}))
+    assert stop.exit_code == 1 and stop.output.splitlines()[-1] == (
+        "Error: transcript_path '/etc/passwd' is outside the vault and transcript_dirs (~/.claude/projects); "
+        "add its folder to transcript_dirs in .vaultmem/config.yaml")
 
 
 def test_a_secret_is_blocked_when_the_secret_filter_is_installed(store):

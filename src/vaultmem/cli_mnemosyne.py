@@ -518,7 +518,7 @@ def capture(transcript: str, agent: str | None, vault: str | None, as_json: bool
                 raw = handle.read()
         except OSError as exc:
             raise click.BadParameter(f"cannot read {transcript}: {exc.strerror}", param_hint="--transcript")
-    r = _agent_store(vault, agent).capture(raw)
+    r = _agent_store(vault, agent).capture(raw, follow_path=True)
     if as_json:
         emit_json(r)
         return

@@ -92,10 +92,17 @@ class Settings:
     max_note_bytes: int = 5_000_000
     # consolidation pipeline: review actions applied without review ("touch,relate"; empty = none)
     pipeline_auto_apply: str = ""
+    # folders whose transcripts `vaultmem capture` may read when a hook's JSON names a
+    # transcript_path (comma-separated; the vault itself is always allowed). MCP never reads one.
+    transcript_dirs: str = "~/.claude/projects"
 
     @property
     def pipeline_auto_apply_actions(self) -> tuple[str, ...]:
         return tuple(a.strip() for a in self.pipeline_auto_apply.split(",") if a.strip())
+
+    @property
+    def transcript_roots(self) -> tuple[Path, ...]:
+        return tuple(Path(d.strip()).expanduser() for d in self.transcript_dirs.split(",") if d.strip())
 
     def validate(self) -> "Settings":
         """Raise ConfigError naming the first invalid value."""

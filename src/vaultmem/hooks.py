@@ -227,8 +227,13 @@ def parse_transcript(raw: str) -> tuple[list[tuple[str, str]], dict[str, Any]]:
     return turns, info
 
 
-def read_transcript(store: "MemoryStore", raw: str) -> tuple[list[tuple[str, str]], dict[str, Any]]:
-    """A transcript, or a Claude Code hook's stdin JSON pointing at one (`transcript_path`)."""
+def read_transcript(store: "MemoryStore", raw: str, follow_path: bool = False
+                    ) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """A transcript, or (with `follow_path`, the CLI's hook mode) a Claude Code hook's stdin
+    JSON pointing at one (`transcript_path`) inside the vault or a folder of `transcript_dirs`.
+
+    Over MCP `follow_path` is False: a tool never reads a file an assistant names.
+    """
     stripped = raw.strip()
     if stripped.startswith("{") and "\n" not in stripped:
         try:
@@ -236,17 +241,33 @@ def read_transcript(store: "MemoryStore", raw: str) -> tuple[list[tuple[str, str
         except ValueError:
             hook = None
         if isinstance(hook, dict) and hook.get("transcript_path"):
-            from pathlib import Path
-
-            path = Path(str(hook["transcript_path"])).expanduser()
-            try:
-                text = path.read_text(encoding="utf-8")[:MAX_TRANSCRIPT_CHARS]
-            except OSError as exc:
-                raise InvalidInput(f"cannot read transcript_path {str(path)!r}: {exc.strerror or exc}") from None
+            if not follow_path:
+                raise InvalidInput("agent_end takes the transcript's text, not a transcript_path; "
+                                   "send the session's messages (JSONL, a JSON message list or User:/Assistant: text)")
+            text = _read_allowed(store, str(hook["transcript_path"]))
             turns, info = parse_transcript(text)
             info.setdefault("session_id", hook.get("session_id"))
             return turns, info
     return parse_transcript(raw[:MAX_TRANSCRIPT_CHARS])
+
+
+def _read_allowed(store: "MemoryStore", name: str) -> str:
+    """The text of a transcript file inside the vault or an allowed transcript folder."""
+    import os
+    from pathlib import Path
+
+    path = Path(name).expanduser()
+    real = Path(os.path.realpath(path))  # symlinks followed: a link in an allowed folder may not point out
+    roots = (store.vault.root, *store.settings.transcript_roots)
+    if not any(real.is_relative_to(os.path.realpath(root)) for root in roots):
+        raise InvalidInput(f"transcript_path {str(path)!r} is outside the vault and transcript_dirs "
+                           f"({store.settings.transcript_dirs}); add its folder to transcript_dirs "
+                           "in .vaultmem/config.yaml")
+    try:
+        with open(real, encoding="utf-8", errors="replace") as handle:
+            return handle.read(MAX_TRANSCRIPT_CHARS)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read transcript_path {str(path)!r}: {exc.strerror or exc}") from None
 
 
 def sentences(text: str) -> list[str]:
@@ -293,12 +314,12 @@ def implicit_feedback(turns: list[tuple[str, str]]) -> str | None:
     return None
 
 
-def capture(store: "MemoryStore", raw: str, agent: str | None) -> dict[str, Any]:
+def capture(store: "MemoryStore", raw: str, agent: str | None, follow_path: bool = False) -> dict[str, Any]:
     """agent_end: snapshot note, auto-captured memories, implicit feedback."""
     from vaultmem import feedback, ingest
 
     store.vault.require()
-    turns, info = read_transcript(store, raw or "")
+    turns, info = read_transcript(store, raw or "", follow_path)
     if not turns:
         raise InvalidInput("the transcript has no messages; pass Claude Code JSONL, a JSON message list or User:/Assistant: text")
     now = store.now()

@@ -797,11 +797,15 @@ class MemoryStore:
 
         return hooks.context(self, prompt, self._agent(agent))
 
-    def capture(self, transcript: str, agent: str | None = None) -> dict[str, Any]:
-        """agent_end: session snapshot, <= 3 auto-captured memories, implicit feedback."""
+    def capture(self, transcript: str, agent: str | None = None, follow_path: bool = False) -> dict[str, Any]:
+        """agent_end: session snapshot, <= 3 auto-captured memories, implicit feedback.
+
+        `follow_path` (the CLI's hook mode only) reads a hook JSON's transcript_path when it is
+        inside the vault or `transcript_dirs`; MCP passes transcript text and never a path.
+        """
         from vaultmem import hooks
 
-        return hooks.capture(self, transcript, self._agent(agent))
+        return hooks.capture(self, transcript, self._agent(agent), follow_path)
 
     # -- agent awareness (logic in awareness.py) ------------------------------------------------
     def toma(self, agent_id: str, topic: str, limit: int = 5) -> dict[str, Any]:

@@ -412,3 +412,40 @@ def test_block_names_cannot_reach_outside_the_vault(hostile, name):
     finally:
         store.close()
     assert _outside_bytes(outside) == outside_before
+
+
+@pytest.mark.parametrize("line, reason", [
+    ("created: 2026-02-30", "invalid YAML value: day is out of range for month"),
+    ("x: !!float 'abc'", "invalid YAML value: could not convert string to float: 'abc'"),
+    ("x: !!timestamp 'x'", "invalid YAML value: a !!timestamp value that is no date or time"),
+    ("use_count: 9223372036854775808", None),
+    ("2026-01-01: x", None),
+])
+def test_one_bad_note_is_one_bad_note(sample_vault, monkeypatch, line, reason):
+    """The repro of "Security and reliability, round two" item 2: every command still runs."""
+    monkeypatch.setenv("VAULTMEM_VAULT", str(sample_vault))
+    daily = sample_vault / "Daily.md"
+    daily.write_text(f"---\n{line}\n---\nDaily planning notes\n")
+    before = daily.read_bytes()
+    runner = CliRunner()
+    first = runner.invoke(cli, ["search", "planning"])
+    assert first.exit_code == 0
+    for args in (["stats"], ["gc"], ["promote", "--auto", "--dry-run"], ["doctor"],
+                 ["cluster"], ["consolidate", "--auto-detect"], ["graph"], ["index", "rebuild"]):
+        r = runner.invoke(cli, args)
+        assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.output)
+        assert "Traceback" not in r.output, args
+    doctor = runner.invoke(cli, ["doctor", "--json"])
+    found = [m for m in json.loads(doctor.output)["problems"] if m["path"] == "Daily.md"]
+    if reason:
+        assert [m["message"] for m in found] == [f"Daily.md: {reason}"]
+        assert first.output.startswith(f"warning: skipped malformed note Daily.md: {reason}\n")
+    else:
+        assert "Daily planning notes" in runner.invoke(cli, ["search", "planning", "--unified"]).output
+    assert daily.read_bytes() == before
+
+
+def test_an_event_time_before_year_one_in_utc_is_a_clear_error(store):
+    with pytest.raises(InvalidInput) as err:
+        store.store_memory("Redis moved to port 6380", event_time="0001-01-01T00:00:00+23:59")
+    assert str(err.value) == "eventTime '0001-01-01T00:00:00+23:59' is not ISO 8601; write it like 2024-01-15T10:00:00Z"

@@ -252,3 +252,68 @@ def test_saved_memory_file_names_are_plain_and_short(content):
     name = f"{slug}-7f3c2a1e.md"
     assert "/" not in name and "\x00" not in name and not name.startswith(".")
     assert len(name.encode("utf-8")) <= 255
+
+
+# -- One bad note is one bad note: hostile frontmatter through sync, search, stats and gc -----------
+
+HOSTILE_KEYS = ["id", "created", "last_used", "use_count", "strength", "status", "memory_type", "tags",
+                "entities", "aliases", "pinned", "deleted", "source", "agent", "context", "private",
+                "access_times", "urgency", "event_time", "related", "2026-01-01", "1", "true", "null",
+                "? [a, b]", '"q\\x41"', "'x'"]
+HOSTILE_VALUES = [
+    "2026-02-30", "2026-13-01T00:00:00Z", "0001-01-01T00:00:00+23:59", '"0001-01-01T00:00:00+23:59"',
+    "9999-12-31T23:59:59-23:59", "9223372036854775808", "-9223372036854775809", "1e400", "-.inf", ".nan",
+    "!!float 'abc'", "!!timestamp 'x'", "!!int 'x'", "!!binary aGVsbG8=", "!!binary '!!'", "!!set {a, b}",
+    "!!omap [a: 1, b: 2]", "!!pairs [a: 1]", "!!str", "!!null x", "!!bool maybe", "{2026-01-01: 1, 2: [3]}",
+    "[[a, b], {c: d}]", "&a [*a]", "*undefined", "[", "{", "'unterminated", "| \n  block", "> \n  folded",
+    "[[Some Note]]", '"[[Daily|alias]]"', "~", "''", "yes", "0x1F", "0o17", "1_000", "12:30:00",
+    "\"\\ud800\"", "\"\\x00\"", "- item", "[1, 2, 3]", "{a: {b: {c: {d: 1}}}}", "x" * 300,
+]
+
+
+@st.composite
+def hostile_frontmatter(draw):
+    lines = []
+    for _ in range(draw(st.integers(1, 6))):
+        key = draw(st.sampled_from(HOSTILE_KEYS))
+        value = draw(st.one_of(st.sampled_from(HOSTILE_VALUES),
+                               st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"),
+                                       max_size=20)))
+        lines.append(f"{key}: {value}")
+    if draw(st.booleans()):
+        lines.append(draw(st.sampled_from(["- top level list", "just text", "\tkey: tab", "a: 1\na: 2", ""])))
+    return "\n".join(lines)
+
+
+@given(front=hostile_frontmatter(), crlf=st.booleans())
+@settings(max_examples=60 if not SOAK else 600, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+def test_no_frontmatter_a_person_can_write_stops_a_command(tmp_path_factory, front, crlf):
+    from vaultmem.store import MemoryStore
+
+    vault = tmp_path_factory.mktemp("hostile")
+    store = MemoryStore(vault, clock=lambda: NOW)
+    store.init()
+    store.save("hello from a healthy memory", tags=["ok"])
+    text = f"---\n{front}\n---\nhello from a hostile note\n"
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    for rel in ("memory/stm/hostile.md", "Daily/hostile.md"):
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_bytes(text.encode("utf-8", "surrogatepass"))
+    before = {rel: (vault / rel).read_bytes() for rel in ("memory/stm/hostile.md", "Daily/hostile.md")}
+    report = store.sync()
+    malformed = dict(report.malformed)
+    for rel in before:  # each note indexes, or is reported malformed with a reason
+        assert rel in malformed and malformed[rel] or store.index.get(rel) is not None
+    found = store.search("hello")
+    assert "hello from a healthy memory" in [m["content"] for m in found["results"]]
+    assert store.stats()["total_memories"] >= 1
+    store.gc(apply=False)
+    store.promote(auto=True, apply=False)
+    store.doctor()
+    # A malformed note is reported, never rewritten; a person's note outside the memory folders never
+    # is (a readable note in a memory folder is a memory: its status may be made to match its folder).
+    kept = [rel for rel in before if rel in malformed or not rel.startswith("memory/")]
+    assert {rel: (vault / rel).read_bytes() for rel in kept} == {rel: before[rel] for rel in kept}
+    store.close()

@@ -93,7 +93,10 @@ class Record:
         values = {c: getattr(self, c) for c in _COLUMNS}  # dataclasses.asdict deep-copies: 4x slower
         values["tags"] = json.dumps(self.tags, ensure_ascii=False)
         values["entities"] = json.dumps(self.entities, ensure_ascii=False)
-        values["props"] = json.dumps(self.props, ensure_ascii=False, default=_json_default)
+        try:
+            values["props"] = json.dumps(self.props, ensure_ascii=False, default=_json_default)
+        except (TypeError, ValueError):  # a nested key JSON cannot hold (a date, a list): as text
+            values["props"] = json.dumps(_json_safe(self.props), ensure_ascii=False, default=_json_default)
         values["pinned"] = int(self.pinned)
         return tuple(values[c] for c in _COLUMNS)
 
@@ -123,6 +126,14 @@ _NEIGHBOURS = (
     " FROM json_each(:paths) AS c CROSS JOIN notes n ON n.path = c.value"  # c first: a lookup per path
     " WHERE n.kind = 'memory' AND n.created IS NOT NULL"
 )
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {notes.property_name(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _json_default(value: Any) -> Any:
@@ -173,6 +184,10 @@ def read_record(vault: Vault, rel: str, fingerprint: tuple[int, int]) -> Record:
         return record_from_text(vault, rel, text, fingerprint)
     except MalformedNote as exc:
         base.error = exc.reason
+        return base
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError, KeyError, IndexError) as exc:
+        # One bad note is one bad note: a value no rule above foresaw marks this note, never the command.
+        base.error = f"cannot read its properties: {type(exc).__name__}: {notes.first_line(exc)}"
         return base
 
 

@@ -73,6 +73,11 @@ def load_yaml(frontmatter: str) -> dict[str, Any]:
         raise MalformedNote("", f"invalid YAML{where}: {problem}") from None
     except RecursionError:
         raise MalformedNote("", "invalid YAML: nested too deeply") from None
+    except (ValueError, TypeError, AttributeError, OverflowError, IndexError, KeyError) as exc:
+        # PyYAML's constructors raise these for a well-formed node with an impossible value:
+        # `2026-02-30`, `!!float 'abc'`, `!!timestamp 'x'`, an unhashable key.
+        problem = "a !!timestamp value that is no date or time" if isinstance(exc, AttributeError) else first_line(exc)
+        raise MalformedNote("", f"invalid YAML value: {problem}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -81,7 +86,26 @@ def load_yaml(frontmatter: str) -> dict[str, Any]:
     duplicate = _duplicate_key(frontmatter)
     if duplicate:
         raise MalformedNote("", f"property {duplicate!r} appears twice in the frontmatter")
+    if not all(type(k) is str for k in data):
+        # `2026-01-01: x` or `1: x`: Obsidian shows the key as text; so does every reader here.
+        data = {property_name(k): v for k, v in data.items()}
     return data
+
+
+def property_name(key: Any) -> str:
+    """A property key as the text Obsidian shows: `2026-01-01`, `1`, `true`, `null`."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, (dt.date, dt.datetime)):
+        return key.isoformat()
+    if key is None or isinstance(key, bool):
+        return {None: "null", True: "true", False: "false"}[key]
+    return str(key)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 MAX_YAML_DEPTH = 64
@@ -127,7 +151,10 @@ def _top_key(line: str) -> str | None:
     if not match:
         return None
     if match.group(1) is not None:
-        return json.loads('"' + match.group(1) + '"')
+        try:
+            return json.loads('"' + match.group(1) + '"')
+        except ValueError:  # a YAML escape JSON lacks (`\x41`, `\e`): the raw text names it
+            return match.group(1)
     if match.group(2) is not None:
         return match.group(2).replace("''", "'")
     return match.group(3).rstrip()
@@ -351,12 +378,15 @@ def normalise_tag(tag: str) -> str:
     return re.sub(r"\s+", "-", tag)
 
 
+MAX_COUNT = 2**63 - 1  # the index stores counts as SQLite integers
+
+
 def as_number(value: Any, default: float) -> float:
     if isinstance(value, bool) or value is None:
         return default
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
     return number if math.isfinite(number) else default
 
@@ -373,7 +403,7 @@ def memory_from_properties(props: Mapping[str, Any], body: str, path: str,
         content=strip_relations(body).strip(),
         created=created,
         last_used=last_used,
-        use_count=max(0, int(as_number(props.get("use_count"), 0))),
+        use_count=min(MAX_COUNT, max(0, int(as_number(props.get("use_count"), 0)))),
         strength=as_number(props.get("strength"), 1.0),
         status=status,
         tags=[normalise_tag(t) for t in as_list(props.get("tags"))],

@@ -32,6 +32,13 @@ def parse_time(value: object) -> dt.datetime | None:
     """Read a time from frontmatter: datetime, date, ISO string or epoch seconds."""
     if value is None or isinstance(value, bool):
         return None
+    try:
+        return _parse_time(value)
+    except (OverflowError, ValueError, OSError):  # 0001-01-01T00:00:00+23:59 is before year 1 in UTC
+        return None
+
+
+def _parse_time(value: object) -> dt.datetime | None:
     if isinstance(value, dt.datetime):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     if isinstance(value, dt.date):

@@ -1,6 +1,6 @@
 """Clustering time at N memories (candidate generation must not be quadratic).
 
-    PYTHONPATH=src python bench/bench_cluster.py --n 10000
+    PYTHONPATH=. python bench/bench_cluster.py --n 10000
 
 Builds a temporary vault of N synthetic memories (Zipf-distributed words, 5% near-duplicates
 of earlier memories), indexes it, then times `MemoryStore.cluster` and duplicate detection.
@@ -16,7 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
-from vaultmem import note as notes
+from vaultmem.storage import note as notes
 from vaultmem.store import MemoryStore
 
 NOW = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc)

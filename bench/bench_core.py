@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import corpus  # bench/corpus.py (the script's folder is on sys.path)
-from vaultmem.note import Memory, render_note, slugify
+
+from vaultmem.storage.note import Memory, render_note, slugify
 from vaultmem.store import MemoryStore
 
 NOW = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc)
@@ -92,7 +93,7 @@ def build_vault(root: Path, n: int, seed: int = 7, make: Any = None) -> list[tup
     rng = random.Random(seed)
     MemoryStore(root, clock=lambda: NOW).vault.init()
     stm = root / "memory/stm"
-    template = (Path(__file__).resolve().parent.parent / "src/vaultmem/templates/memory.md").read_text()
+    template = (Path(__file__).resolve().parent.parent / "templates/memory.md").read_text()
     pairs = []
     for i in range(n):
         content = make(rng)
@@ -148,7 +149,7 @@ def self_retrieval(store: MemoryStore, pairs: list[tuple[str, str]], queries: in
 
     # Query words are words the index keeps: vaultmem's analyzer drops its stop words
     # ("there", "before", "about" ...) from notes and queries alike, so they cannot find anything.
-    from vaultmem.analysis import STOP_WORDS
+    from vaultmem.storage.analysis import STOP_WORDS
 
     # whole words as the note has them ("Auth0", "p95"), numbers left out
     words_of = lambda text: [w for w in re.findall(r"\w{2,}", text) if not w.isdigit()]  # noqa: E731

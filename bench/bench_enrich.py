@@ -45,13 +45,13 @@ def main() -> None:
     texts = [f"{sentences[i % len(sentences)]} (note {i})" for i in range(args.n)]
 
     t0 = time.perf_counter()
-    from vaultmem.enrich import get_enricher
+    from vaultmem.core.enrich import get_enricher
 
     enricher = get_enricher()
     enricher.entities("warm up")
     first = time.perf_counter() - t0
 
-    from vaultmem.secrets import find_secret
+    from vaultmem.core.secrets import find_secret
 
     rows: list[tuple[str, str]] = []
     secret_t, entity_t, classify_t, total_t = [], [], [], []
@@ -71,7 +71,7 @@ def main() -> None:
              ("strength + type/urgency/domain", _ms(classify_t)),
              ("**enrichment per save (sum)**", _ms(total_t))]
 
-    from vaultmem.config import load_settings
+    from vaultmem.base.config import load_settings
     from vaultmem.store import MemoryStore
 
     for label, enabled in (("MemoryStore.save, enrichment + dedupe on", True),
@@ -90,7 +90,7 @@ def main() -> None:
         rows.append((label, _ms(samples)))
     rows.append(("first enrichment in a process (import spaCy, build pipeline)", f"{first * 1000:.0f} | -"))
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     for label, value in (("cold CLI `vaultmem save`, enrichment on", "1"),
                          ("cold CLI `vaultmem save`, enrichment off", "0")):
         with tempfile.TemporaryDirectory() as tmp:

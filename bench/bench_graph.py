@@ -1,6 +1,6 @@
 """Benchmark graph queries (read_graph, backlinks, open --relations) on a generated vault.
 
-    PYTHONPATH=src python bench/bench_graph.py --memories 10000 --links 3
+    PYTHONPATH=. python bench/bench_graph.py --memories 10000 --links 3
 
 Builds a vault of N memory notes, each with `--links` typed relations to random other
 memories and a plain wikilink in its text, plus N/10 person notes linking to memories;
@@ -18,7 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-from vaultmem.links import RELATION_TYPES
+from vaultmem.storage.links import RELATION_TYPES
 from vaultmem.store import MemoryStore
 
 NOW = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc)

@@ -4,7 +4,7 @@ Builds N memory notes directly as files (ages, uses and strengths spread over a 
 indexes them once (not timed: `vaultmem index rebuild` does the same), then times the
 lifecycle passes, which must not read any note.
 
-    PYTHONPATH=src python bench/bench_lifecycle.py --n 100000
+    PYTHONPATH=. python bench/bench_lifecycle.py --n 100000
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vaultmem import lifecycle  # noqa: E402
-from vaultmem.config import load_settings  # noqa: E402
+from vaultmem.base.config import load_settings  # noqa: E402
+from vaultmem.features import lifecycle  # noqa: E402
 from vaultmem.store import MemoryStore  # noqa: E402
 
 NOW = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc)

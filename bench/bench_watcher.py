@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vaultmem.store import MemoryStore  # noqa: E402
 
@@ -86,7 +86,7 @@ def main() -> None:
     store.index.rebuild()
     print(f"vault: {args.notes:,} notes written and indexed in {time.perf_counter() - t0:.1f} s")
 
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent / "src"))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     env.pop("VAULTMEM_NOW", None)
     proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "watch", "--vault", str(vault)], env=env,
                             stderr=subprocess.DEVNULL)

@@ -4,7 +4,7 @@ Caches per conversation: every turn's text variants and every question encoded w
 bundled all-MiniLM-L6-v2, the raw BM25F scores vaultmem's index gives each question
 (all matches), and each turn's decay score at "now". Fusion variants are then plain numpy.
 
-    PYTHONPATH=src python bench/fusion_probe.py --data ../shared/data/locomo-dev.json
+    PYTHONPATH=. python bench/fusion_probe.py --data ../shared/data/locomo-dev.json
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def turns_of(sample: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def model() -> Any:
-    from vaultmem import embeddings
+    from vaultmem.storage import embeddings
 
     return embeddings.load_model()
 

@@ -9,8 +9,8 @@ session (its start plus a minute per turn). Each search mode is run with decay b
 (the default ranking) and with relevance only (decay_weight = 0); `--contiguity 0` turns
 temporal contiguity off.
 
-    PYTHONPATH=src python bench/retrieval.py --data ../shared/data/locomo-dev.json
-    PYTHONPATH=src python bench/retrieval.py --data FILE --modes lexical,hybrid --json
+    PYTHONPATH=. python bench/retrieval.py --data ../shared/data/locomo-dev.json
+    PYTHONPATH=. python bench/retrieval.py --data FILE --modes lexical,hybrid --json
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def turn_text(turn: dict[str, Any], captions: bool) -> str:
 
 def build_vault(root: Path, sample: dict[str, Any], captions: bool) -> tuple[Any, dict[str, str], dt.datetime]:
     """A fresh vault with one note per turn; returns (store, path -> dia_id, now)."""
-    from vaultmem import note as notes
+    from vaultmem.storage import note as notes
     from vaultmem.store import MemoryStore
 
     sess = sessions(sample["conversation"])
@@ -110,11 +110,11 @@ def build_vault(root: Path, sample: dict[str, Any], captions: bool) -> tuple[Any
 
 def evaluate(store: Any, path_to_dia: dict[str, str], qa: list[dict[str, Any]], mode: str,
              decay_weight: float, kmax: int) -> tuple[list[tuple[int, dict[int, float]]], list[float]]:
-    from vaultmem.errors import VaultmemError
+    from vaultmem.base.errors import VaultmemError
 
     store.settings.decay_weight = decay_weight
-    if "vaultmem.embeddings" in sys.modules:  # time each run's query embeddings, not a cache hit
-        sys.modules["vaultmem.embeddings"]._query_cache.clear()
+    if "vaultmem.storage.embeddings" in sys.modules:  # time each run's query embeddings, not a cache hit
+        sys.modules["vaultmem.storage.embeddings"]._query_cache.clear()
     rows, times = [], []
     for item in qa:
         evidence = set(normalise_evidence(item.get("evidence") or []))

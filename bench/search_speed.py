@@ -1,6 +1,6 @@
 """Lexical search latency: p50/p95 of `MemoryStore.search` in-process, and a cold `vaultmem search`.
 
-    PYTHONPATH=src python bench/search_speed.py -n 10000 --queries 200
+    PYTHONPATH=. python bench/search_speed.py -n 10000 --queries 200
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200, help="Timed queries (default 200).")
     args = ap.parse_args(argv)
 
-    from vaultmem import note as notes
+    from vaultmem.storage import note as notes
     from vaultmem.store import MemoryStore
 
     rng = random.Random(7)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vaultmem.config import load_settings
+from vaultmem.base.config import load_settings
 from vaultmem.store import MemoryStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -14,10 +14,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from vaultmem import note as notes
-from vaultmem.config import load_settings
+from vaultmem.base.config import load_settings
+from vaultmem.storage import note as notes
+from vaultmem.storage.vault import TMP_MARK
 from vaultmem.store import MemoryStore
-from vaultmem.vault import TMP_MARK
 
 NOW = dt.datetime(2026, 11, 22, 10, 15, 0, tzinfo=dt.timezone.utc)
 # Read at import: the test suite's autouse fixture clears VAULTMEM_* variables before each test.

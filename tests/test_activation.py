@@ -8,11 +8,11 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import FIXTURES, Clock, invoke
-from vaultmem.activation import analyze_for_recall, analyze_message
-from vaultmem.config import load_settings
-from vaultmem.errors import InvalidInput
+
+from vaultmem.base.config import load_settings
+from vaultmem.base.errors import InvalidInput
+from vaultmem.features.activation import analyze_for_recall, analyze_message
 from vaultmem.store import MemoryStore
 
 MESSAGES = yaml.safe_load((FIXTURES / "activation" / "messages.yaml").read_text())
@@ -101,7 +101,7 @@ def test_cooldown_holds_across_store_instances_and_processes(vault_path, clock):
     assert a.auto_recall_process_message("Kafka lag is growing")["memories_reinforced"] == [mid]
     b = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock(clock()))
     assert b.auto_recall_process_message("Kafka lag again")["skipped_cooldown"] == [mid]
-    code = ("import json,sys; from vaultmem.store import MemoryStore; from vaultmem.timeutil import env_clock;"
+    code = ("import json,sys; from vaultmem.store import MemoryStore; from vaultmem.base.timeutil import env_clock;"
             f"s=MemoryStore({str(vault_path)!r}, clock=env_clock());"
             "print(json.dumps(s.auto_recall_process_message('Kafka consumer lag')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

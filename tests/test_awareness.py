@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import invoke
-from vaultmem import awareness
-from vaultmem.errors import InvalidInput
+
+from vaultmem.base.errors import InvalidInput
+from vaultmem.features.mnemosyne import awareness
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import sys
 import threading
 
 import pytest
-
 from conftest import invoke
-from vaultmem import blocks
-from vaultmem.errors import ConflictError, InvalidInput
+
+from vaultmem.base.errors import ConflictError, InvalidInput
+from vaultmem.features.mnemosyne import blocks
 from vaultmem.store import MemoryStore
 
 

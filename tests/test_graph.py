@@ -8,13 +8,13 @@ import os
 import shutil
 
 import pytest
+from conftest import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import invoke
+from vaultmem.base.config import load_settings
 from vaultmem.cli import cli
-from vaultmem.config import load_settings
-from vaultmem.graph import validate_canvas
+from vaultmem.features.graph import validate_canvas
 from vaultmem.store import MemoryStore
 
 JWT = "7f3c2a1e-5b9d-4c1e-9a0b-2d4e6f8a1c3e"
@@ -193,7 +193,7 @@ def test_read_graph_on_the_sample_vault(sample):
 def test_graph_scores_equal_decay_score(sample, clock, model):
     import dataclasses
 
-    from vaultmem.graph import _scored_memories
+    from vaultmem.features.graph import _scored_memories
 
     sample.settings = dataclasses.replace(sample.settings, decay_model=model)
     clock.advance(days=3)
@@ -395,7 +395,7 @@ def test_doctor_finds_every_kind_of_problem(sample_runner, sample_vault):
         "Projects/Apollo.sync-conflict-20261122-101500-ABCDEFG.md looks like a sync-conflict copy of Apollo.md; "
         "merge what differs into the original and delete the copy",
         "memory/stm/use-jwt-tokens-for-authentication-in-7f3c2a1e (conflicted copy 2026-11-22).md looks like a "
-        f"sync-conflict copy of use-jwt-tokens-for-authentication-in-7f3c2a1e.md; merge what differs into the "
+        "sync-conflict copy of use-jwt-tokens-for-authentication-in-7f3c2a1e.md; merge what differs into the "
         "original and delete the copy",
     ]
 
@@ -407,7 +407,7 @@ def test_doctor_on_a_clean_vault_exits_zero(runner):
 
 
 def test_doctor_checks_are_a_list_of_functions(store):
-    from vaultmem import doctor
+    from vaultmem.features import doctor
 
     def always(store, cat):
         return [{"check": "custom", "path": "x.md", "message": "custom problem"}]
@@ -440,7 +440,7 @@ _FOLDERS = ["", "a/", "memory/stm/", "b/c/"]
                     min_size=1, max_size=8))
 def test_stored_resolution_always_equals_a_fresh_one(tmp_path_factory, ops):
     """Whatever a person does, the dst the sync stored equals resolving every link afresh."""
-    from vaultmem.links import Resolver
+    from vaultmem.storage.links import Resolver
 
     root = tmp_path_factory.mktemp("v")
     s = MemoryStore(root)
@@ -472,7 +472,7 @@ def test_stored_resolution_always_equals_a_fresh_one(tmp_path_factory, ops):
 def test_links_survive_the_parallel_rebuild(sample, monkeypatch):
     import threading
 
-    from vaultmem import index
+    from vaultmem.storage import index
 
     sample.sync()
     serial = _links_table(sample)

@@ -9,12 +9,14 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import NOW, invoke
-from vaultmem import decay, lifecycle
-from vaultmem.config import Settings, load_settings
-from vaultmem.errors import ConfigError, InvalidInput
+
+from vaultmem.base.config import Settings, load_settings
+from vaultmem.base.errors import ConfigError, InvalidInput
+from vaultmem.core import decay, scoring
+from vaultmem.features import lifecycle
 from vaultmem.store import MemoryStore
+from vaultmem.text import format_unified
 
 H = dt.timedelta(hours=1)
 D = dt.timedelta(days=1)
@@ -96,7 +98,7 @@ def test_actr_score_is_strength_times_e_to_the_activation_and_immunity_holds():
 
 
 def test_decay_curve_table_values():
-    rows = {r["day"]: r for r in lifecycle.decay_curve(Settings())["rows"]}
+    rows = {r["day"]: r for r in scoring.decay_curve(Settings())["rows"]}
     assert rows[0] == {"day": 0, "power_law": 1.0, "exponential": 1.0, "two_component": 1.0, "actr": 1.0}
     assert rows[30] == {"day": 30, "power_law": 0.081413, "exponential": 0.00098, "two_component": 0.015345,
                         "actr": round(720 ** -0.6, 6)}
@@ -125,7 +127,7 @@ def test_touch_under_actr_records_capped_access_times(vault_path, clock):
     rec = store.resolve(m)
     # created 6 h ago, uses at -5 h (unrecorded: spread over 3..6 h), -3 h and now (clamped to 1 h)
     expected = math.log(6 ** -0.6 + 3 ** -0.6 + 1.0 + (6 ** 0.4 - 3 ** 0.4) / (0.4 * 3))
-    assert lifecycle.record_activation(rec, clock(), s) == pytest.approx(expected)
+    assert scoring.record_activation(rec, clock(), s) == pytest.approx(expected)
     store.close()
 
 
@@ -137,8 +139,8 @@ def test_touch_under_actr_records_capped_access_times(vault_path, clock):
     (0.3, 0.5, "low"), (0.35, 0.0, "low"), (0.5, 0.0, "low"),
 ])
 def test_review_priority_and_urgency(score, priority, urgency):
-    assert lifecycle.review_priority(score, Settings()) == pytest.approx(priority)
-    assert lifecycle.decay_urgency(score, Settings()) == urgency
+    assert scoring.review_priority(score, Settings()) == pytest.approx(priority)
+    assert scoring.decay_urgency(score, Settings()) == urgency
 
 
 def test_search_blends_review_candidates_and_marks_them(store, vault_path):
@@ -205,10 +207,10 @@ def test_observe_honours_auto_reinforce_off(vault_path, clock):
 
 def test_cross_domain_is_jaccard_below_threshold():
     s = Settings()
-    assert lifecycle.is_cross_domain(["a", "b", "c"], ["a", "d", "e", "f"], s)  # 1/6
-    assert not lifecycle.is_cross_domain(["a", "b"], ["a", "b", "c"], s)  # 2/3
-    assert not lifecycle.is_cross_domain([], ["a"], s)
-    assert not lifecycle.is_cross_domain(["a"], [], s)
+    assert scoring.is_cross_domain(["a", "b", "c"], ["a", "d", "e", "f"], s)  # 1/6
+    assert not scoring.is_cross_domain(["a", "b"], ["a", "b", "c"], s)  # 2/3
+    assert not scoring.is_cross_domain([], ["a"], s)
+    assert not scoring.is_cross_domain(["a"], [], s)
 
 
 def test_observe_cli(runner, vault_path):
@@ -458,7 +460,7 @@ def test_search_unified_ranks_stm_ltm_and_vault_notes_dedups_and_paginates(store
     (vault_path / "Projects/Architecture.md").write_text("# Architecture\nOur architecture decision record.\n")
     (vault_path / "Projects/Copy.md").write_text("architecture decision: hexagonal ports\n")  # same text as s1
     write_memory(vault_path, "archive", "a1", mid(3), "architecture decision archived", age=90 * D)
-    result = store.search_unified("architecture decision", page_size=2, verbose=True)
+    result = store.search_unified("architecture decision", page_size=2)
     page2 = store.search_unified("architecture decision", page=2, page_size=2)
     assert result["pagination"] == {"page": 1, "page_size": 2, "total_count": 3, "total_pages": 2, "has_more": True}
     assert page2["pagination"]["has_more"] is False
@@ -472,7 +474,7 @@ def test_search_unified_ranks_stm_ltm_and_vault_notes_dedups_and_paginates(store
     assert by_source["vault"]["score"] == round(0.7 * by_source["vault"]["relevance"], 4)
     assert by_source["vault"]["decay_score"] is None and by_source["vault"]["id"] is None
     top = ranked[0]
-    lines = result["text"].splitlines()
+    lines = format_unified(result["results"], result["pagination"], verbose=True).splitlines()
     assert lines[0] == "Found 3 results (page 1 of 2):"
     assert lines[2:5] == ["1. [Vault] # Architecture", "   Our architecture decision record.",
                           f"   score: {top['score']:.4f}"]

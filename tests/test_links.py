@@ -6,9 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.errors import InvalidInput
-from vaultmem.links import (
-    Link, Resolver, keys_for, note_links, parse_links, render_relation, set_relation, validate_relation,
+from vaultmem.base.errors import InvalidInput
+from vaultmem.storage.links import (
+    Link,
+    Resolver,
+    keys_for,
+    note_links,
+    parse_links,
+    render_relation,
+    set_relation,
+    validate_relation,
 )
 
 
@@ -172,7 +179,7 @@ def test_links_in_frontmatter_properties():
 
 def test_in_lists_are_padded_to_a_few_statement_shapes(tmp_path):
     """sqlite3 caches each distinct statement: IN lists come in powers of two, repeating the last value."""
-    from vaultmem.links import IN_CHUNK, pad_params
+    from vaultmem.storage.links import IN_CHUNK, pad_params
     from vaultmem.store import MemoryStore
 
     assert pad_params([]) == []

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from vaultmem.mcp_server import build_server, registered
+from vaultmem.mcp.server import build_server, registered
 
 ID = "00000001-0000-4000-8000-000000000000"
 ID_PARAMS = {"memory_id", "memory_ids", "from_memory_id", "to_memory_id", "cluster_id", "memoryId"}

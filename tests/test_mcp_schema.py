@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from vaultmem.mcp_server import build_server
+from vaultmem.mcp.server import build_server
 from vaultmem.store import MemoryStore
 
 S, I, N, B, O, A = "string", "integer", "number", "boolean", "object", "array"

@@ -10,11 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from conftest import NOW
-from vaultmem.store import MemoryStore
-
 from mcp_tools import ALL_TOOLS, WRITING  # noqa: E402
 
 

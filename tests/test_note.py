@@ -9,8 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem import note as notes
-from vaultmem.errors import MalformedNote
+from vaultmem.base.errors import MalformedNote
+from vaultmem.storage import note as notes
 
 HAND_WRITTEN = """---
 # written by hand in Obsidian

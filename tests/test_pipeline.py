@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import invoke
 from test_consolidate import build, ids
-from vaultmem import pipeline as P
-from vaultmem.errors import ConfigError, InvalidInput
-from vaultmem.config import load_settings
+
+from vaultmem.base.config import load_settings
+from vaultmem.base.errors import ConfigError, InvalidInput
+from vaultmem.features import pipeline as P
 from vaultmem.store import MemoryStore
 
 
@@ -108,7 +108,7 @@ def test_failed_action_is_marked_and_not_retried(store, fx, vault_path):
     path.write_text(text.replace(line, line.replace("- [ ]", "- [x]", 1)))
     target = line.split("%%vaultmem:promote:")[1].rstrip("%")
     store.touch(target)
-    from vaultmem import consolidate as C
+    from vaultmem.features import consolidate as C
     C.archive_record(store, store.resolve(target), store.now())
     result = store.apply_review(rel)
     assert result["success"] is False and result["failed"][0]["error"].endswith("is archived, not active; nothing promoted")

@@ -7,9 +7,9 @@ import json
 import math
 
 import pytest
-
 from conftest import NOW, invoke
-from vaultmem import recall as R
+
+from vaultmem.features.mnemosyne import recall as R
 
 
 @pytest.mark.parametrize("query,intent", [
@@ -94,7 +94,7 @@ def test_tag_boundaries():
 
 
 def test_decay_status_follows_actr_activation(store, clock):
-    from vaultmem import decay, lifecycle
+    from vaultmem.core import decay, scoring
 
     saved = store.save("The staging host is stage-02")
     proc = store.save("To rotate keys: run vault rotate", memory_type="procedural")
@@ -102,7 +102,7 @@ def test_decay_status_follows_actr_activation(store, clock):
     seen = {}
     for days in (0, 1, 7, 30, 90, 365, 3650):
         now = clock.current + dt.timedelta(days=days)
-        act = lifecycle.record_activation(rec, now, store.settings)
+        act = scoring.record_activation(rec, now, store.settings)
         seen[days] = R.decay_status(rec, now, store.settings)
         expected = decay.activation_status(act, store.settings)
         assert seen[days] == ("fading" if expected == "archived" else expected)
@@ -208,7 +208,7 @@ def test_min_score_and_limit(store):
         store.save(f"Redis replica {i} runs on port 63{80 + i}")
     assert store.recall("redis replica port", limit=2, min_score=0)["count"] == 2
     assert store.recall("redis replica port", min_score=1.0)["count"] == 0
-    from vaultmem.errors import InvalidInput
+    from vaultmem.base.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="limit must be between 1 and 100, got 0"):
         store.recall("x", limit=0)

@@ -29,9 +29,18 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from reliability_helpers import (
+    SOAK,
+    check_after_next_command,
+    ids_by_file,
+    memory_files,
+    open_store,
+    parse,
+    report,
+    seed,
+)
+
 import vaultmem
-from reliability_helpers import SOAK, check_after_next_command, ids_by_file, memory_files, mid, open_store, parse, \
-    report, seed
 
 OPS = 500 if SOAK else 60
 WORKERS = 4
@@ -41,7 +50,7 @@ WORKER = r"""
 import json, random, sys
 sys.path.insert(0, sys.argv[4])
 from reliability_helpers import open_store, mid
-from vaultmem.errors import VaultmemError
+from vaultmem.base.errors import VaultmemError
 vault, seed_, ops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(seed_)
 store = open_store(vault)

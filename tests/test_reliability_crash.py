@@ -24,11 +24,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from reliability_helpers import (
+    SOAK,
+    check_after_next_command,
+    ids_by_file,
+    mid,
+    open_store,
+    report,
+    run_killed,
+    seed,
+    snapshot,
+    temp_files,
+)
 
 import vaultmem
-
-from reliability_helpers import (SOAK, check_after_next_command, ids_by_file, mid, open_store, report, run_killed, seed,
-                                 snapshot, temp_files)
 
 HOOKED = ("replace", "rename", "link", "unlink", "fsync")
 FIGURES: dict[str, int] = {"kills": 0, "temp_files_left_by_kills": 0, "stale_index_after_kill": 0}

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from reliability_helpers import mid, report, snapshot, write_memory
 
-from reliability_helpers import NOW, mid, report, snapshot, write_memory
+from vaultmem.base.errors import InvalidInput
 from vaultmem.cli import cli
-from vaultmem.errors import InvalidInput
-from vaultmem.mcp_server import build_server
-from vaultmem.vault import safe_file_name
+from vaultmem.mcp.server import build_server
+from vaultmem.storage.vault import safe_file_name
 
 OUTSIDE_NOTE = (f"---\nid: {mid(900)}\ncreated: 2026-11-01T00:00:00Z\nlast_used: 2026-11-01T00:00:00Z\n"
                 "use_count: 0\nstrength: 1.0\nstatus: active\ntags: []\n---\nA note outside the vault.\n")
@@ -148,7 +146,6 @@ def test_a_memory_folder_that_is_a_symlink_out_is_refused(tmp_path, monkeypatch)
 
 def test_mcp_references_cannot_reach_outside_the_vault(hostile):
     from mcp import Client
-
     from reliability_helpers import open_store
 
     vault, outside = hostile
@@ -392,7 +389,8 @@ BLOCK_NAMES = ["../escape", "../../outside/secret", "/etc/passwd", "a/../../b", 
 @pytest.mark.parametrize("name", BLOCK_NAMES)
 def test_block_names_cannot_reach_outside_the_vault(hostile, name):
     from reliability_helpers import open_store
-    from vaultmem.errors import VaultmemError
+
+    from vaultmem.base.errors import VaultmemError
 
     vault, outside = hostile
     store = open_store(vault)

@@ -20,9 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from reliability_helpers import SOAK, mid, report, snapshot, write_memory
-from vaultmem.mcp_server import EVIDENCE_NOTICE, build_instructions, build_server, escape_invisible
+
+from vaultmem.mcp.server import (
+    EVIDENCE_NOTICE,
+    build_instructions,
+    build_server,
+    escape_invisible,
+)
 
 CALLS_PER_TOOL = 400 if SOAK else 40
 HUGE = 200_000

@@ -12,11 +12,12 @@ import datetime as dt
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from reliability_helpers import NOW, SOAK
-from vaultmem import decay, links
-from vaultmem import note as notes
-from vaultmem.config import Settings
+
+from vaultmem.base.config import Settings
+from vaultmem.core import decay
+from vaultmem.storage import links
+from vaultmem.storage import note as notes
 
 EXAMPLES = 2000 if SOAK else 200
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -215,8 +216,8 @@ refs = st.one_of(st.text(max_size=300), st.lists(path_parts, max_size=6).map("/"
 @SETTINGS
 @given(refs)
 def test_vault_abs_never_returns_a_path_outside_the_vault(tmp_path_factory, ref):
-    from vaultmem.errors import InvalidInput
-    from vaultmem.vault import Vault
+    from vaultmem.base.errors import InvalidInput
+    from vaultmem.storage.vault import Vault
 
     root = tmp_path_factory.getbasetemp() / "prop-vault"
     root.mkdir(exist_ok=True)
@@ -235,7 +236,7 @@ def test_vault_abs_never_returns_a_path_outside_the_vault(tmp_path_factory, ref)
 @SETTINGS
 @given(st.text(max_size=400))
 def test_safe_file_name_is_always_one_plain_portable_name(name):
-    from vaultmem.vault import safe_file_name
+    from vaultmem.storage.vault import safe_file_name
 
     safe = safe_file_name(name)
     assert safe and "/" not in safe and "\\" not in safe and "\x00" not in safe

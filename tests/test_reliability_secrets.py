@@ -7,7 +7,7 @@ wrote is searched for each secret: every file in the vault (notes, .trash/, the 
 index, the SQLite catalog and its journal, state files), everything the CLI printed
 (stdout and stderr) and the MCP server's stderr log. Zero hits.
 
-Skipped until the enrichment issue's secret filter (`vaultmem.secrets`) is on the branch.
+Skipped until the enrichment issue's secret filter (`vaultmem.core.secrets`) is on the branch.
 """
 
 from __future__ import annotations
@@ -18,13 +18,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-
 from reliability_helpers import report
 
-pytest.importorskip("vaultmem.secrets", reason="the secret filter (enrichment issue) is not merged yet")
+pytest.importorskip("vaultmem.core.secrets", reason="the secret filter (enrichment issue) is not merged yet")
 
 # Built at run time so this file itself holds no complete credential.
 SECRETS = {

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import invoke
-from vaultmem import embeddings
-from vaultmem.analysis import analyzer
+
+from vaultmem.base.config import load_settings
+from vaultmem.base.errors import ConfigError, InvalidInput, MissingExtra
 from vaultmem.cli import cli
-from vaultmem.config import load_settings
-from vaultmem.errors import ConfigError, InvalidInput, MissingExtra
-from vaultmem.index import natural_query, property_terms, title_terms
-from vaultmem.store import MemoryStore, fuse, semantic_relevance
+from vaultmem.core.scoring import fuse, semantic_relevance
+from vaultmem.storage import embeddings
+from vaultmem.storage.analysis import analyzer
+from vaultmem.storage.index import natural_query, property_terms, title_terms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import retrieval as bench  # noqa: E402

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import FIXTURES, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, invoke
-from vaultmem.secrets import KINDS, SecretBlocked, check, find_secret
+from vaultmem.core.secrets import KINDS, SecretBlocked, check, find_secret
 
 LABELLED = yaml.safe_load((FIXTURES / "secrets" / "labelled.yaml").read_text())
 POSITIVES = LABELLED["positives"]

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from reliability_helpers import check_after_next_command, open_store, run_killed
-from vaultmem import segments
+
+from vaultmem.storage import segments
 from vaultmem.store import MemoryStore
 
 pytestmark = pytest.mark.skipif(not segments.CAN_FORK, reason="merging in a child process is Linux-only")

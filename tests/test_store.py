@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shutil
 
 import pytest
 
-from vaultmem.errors import Ambiguous, InvalidInput, MalformedNote, NotFound, QuerySyntaxError, VaultmemError
-from vaultmem.store import MemoryStore, rank_score
+from vaultmem.base.errors import (
+    Ambiguous,
+    InvalidInput,
+    MalformedNote,
+    NotFound,
+    QuerySyntaxError,
+    VaultmemError,
+)
+from vaultmem.core.scoring import rank_score
+from vaultmem.store import MemoryStore
 
 
 def test_save_writes_the_note_described_in_design(store, vault_path):
@@ -349,7 +356,7 @@ def test_file_name_words_of_a_memory_are_not_counted_twice(store, vault_path):
     plain = store.save("Kafka retention is seven days for the audit topic")["memory_id"]
     store.save("Retention of Kafka audit data is seven days per policy")
     rec = store.resolve(plain)
-    from vaultmem.index import _document
+    from vaultmem.storage.index import _document
 
     assert _document(rec)["title"] == ""
 
@@ -366,7 +373,7 @@ def test_freshness_ttl_skips_rescans_but_not_own_writes(store, vault_path):
 
 
 def test_parallel_rebuild_indexes_the_same_notes(sample_vault, clock, monkeypatch):
-    import vaultmem.index as index_module
+    import vaultmem.storage.index as index_module
 
     store = MemoryStore(sample_vault, clock=clock)
     serial = store.rebuild_index()

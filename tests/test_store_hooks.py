@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import invoke
-from vaultmem import hooks
-from vaultmem.errors import InvalidInput
+
+from vaultmem.base.errors import InvalidInput
+from vaultmem.features.mnemosyne import hooks
 
 STORE_KEYS = {"status", "id", "linkedCount", "classification", "memoryType", "entities", "priorityScore",
               "confidenceTag"}
@@ -252,7 +252,7 @@ def test_hook_cli(runner, vault_path, tmp_path):
 
 
 def test_a_secret_is_blocked_when_the_secret_filter_is_installed(store):
-    pytest.importorskip("vaultmem.secrets", reason="the secret filter lands with the enrichment issue")
+    pytest.importorskip("vaultmem.core.secrets", reason="the secret filter lands with the enrichment issue")
     r = store.store_memory("deploy with AWS key AKIAIOSFODNN7EXAMPLE please", agent="ops")
     assert r["status"] == "blocked_secret" and r["classification"] == "secret" and "id" not in r
     assert STORE_KEYS - {"id"} <= set(r)
@@ -265,7 +265,8 @@ def test_context_for_a_long_prompt(store):
     assert r["count"] == 1
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 
 @settings(max_examples=200, deadline=None)
@@ -279,7 +280,7 @@ def test_escaped_memory_text_can_never_leave_its_element(text):
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200), st.text(max_size=200))
 def test_term_cosine_is_symmetric_and_bounded(a, b):
-    from vaultmem.recall import term_cosine
+    from vaultmem.features.mnemosyne.recall import term_cosine
 
     assert 0.0 <= term_cosine(a, b) <= 1.0 + 1e-9
     assert abs(term_cosine(a, b) - term_cosine(b, a)) < 1e-12

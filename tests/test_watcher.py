@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import invoke
+
 from vaultmem import watcher as w
-from vaultmem.config import load_settings
-from vaultmem.errors import VaultmemError
+from vaultmem.base.config import load_settings
+from vaultmem.base.errors import VaultmemError
+from vaultmem.storage import segments
 from vaultmem.store import MemoryStore
 
 TIMEOUT = 30.0
@@ -485,7 +486,7 @@ def test_service_templates_run_the_watcher():
     import configparser
     import plistlib
 
-    templates = Path(w.__file__).parent / "templates"
+    from vaultmem.base.config import TEMPLATE_DIR as templates
     unit = configparser.ConfigParser(strict=False, interpolation=None)
     unit.read(templates / "vaultmem-watch.service")
     assert unit["Service"]["ExecStart"] == "%h/.local/bin/vaultmem watch --vault %h/Documents/vaultmem"
@@ -535,7 +536,9 @@ def test_watch_once_applies_gc_when_configured(runner, vault_path, monkeypatch):
 
 
 def test_ticking_a_review_box_in_obsidian_is_applied_by_the_watcher(vault_path, running, store, clock):
-    from test_consolidate import build  # the pipeline tests' data: two near-duplicates, ...
+    from test_consolidate import (
+        build,  # the pipeline tests' data: two near-duplicates, ...
+    )
 
     build(store, clock)
     rel = store.pipeline_run()["review_note"]
@@ -548,7 +551,7 @@ def test_ticking_a_review_box_in_obsidian_is_applied_by_the_watcher(vault_path, 
     assert path.read_text().count("%%vaultmem-done:") == 1
 
 
-@pytest.mark.skipif(not w.segments.CAN_FORK, reason="merging in a child process is Linux-only")
+@pytest.mark.skipif(not segments.CAN_FORK, reason="merging in a child process is Linux-only")
 def test_watcher_commits_leave_merging_segments_to_a_child(vault_path, running, reader):
     """Each batch adds one segment; past MAX_SEGMENTS a forked child merges the small ones."""
     stm = vault_path / "memory/stm"
@@ -572,7 +575,7 @@ def test_watcher_commits_leave_merging_segments_to_a_child(vault_path, running, 
     assert sizes() == [40]
     r = running()
     assert r.store.index.merge_on_commit is False
-    assert w.segments.MAX_SEGMENTS == 8
+    assert segments.MAX_SEGMENTS == 8
     for i in range(40, 47):  # seven batches: seven one-note segments, none merged in the watcher
         write(i)
         wait_for(lambda: searchable(i), what=f"note {i}")

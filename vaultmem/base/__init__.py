@@ -1,0 +1,1 @@
+"""Layer 1, base: errors, time and settings. Imports nothing of vaultmem above it."""

@@ -1,0 +1,70 @@
+"""Time helpers: ISO 8601 UTC in notes, injected clocks everywhere else."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Callable
+
+UTC = dt.timezone.utc
+Clock = Callable[[], dt.datetime]
+
+
+def system_clock() -> dt.datetime:
+    """The real time, timezone-aware UTC, to the second."""
+    return dt.datetime.now(UTC).replace(microsecond=0)
+
+
+def env_clock() -> Clock:
+    """`VAULTMEM_NOW` (ISO 8601) freezes time for tests and reproducible demos."""
+    frozen = os.environ.get("VAULTMEM_NOW")
+    if frozen:
+        value = parse_time(frozen)
+        if value is None:
+            from vaultmem.base.errors import ConfigError
+
+            raise ConfigError(f"VAULTMEM_NOW={frozen!r} is not an ISO 8601 time; use e.g. 2026-11-22T10:15:00Z")
+        return lambda: value
+    return system_clock
+
+
+def parse_time(value: object) -> dt.datetime | None:
+    """Read a time from frontmatter: datetime, date, ISO string or epoch seconds."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return _parse_time(value)
+    except (OverflowError, ValueError, OSError):  # 0001-01-01T00:00:00+23:59 is before year 1 in UTC
+        return None
+
+
+def _parse_time(value: object) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if isinstance(value, (int, float)):
+        try:
+            return dt.datetime.fromtimestamp(float(value), UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = dt.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    return None
+
+
+def format_time(value: dt.datetime) -> str:
+    """ISO 8601 UTC with a Z, to the second: `2026-11-22T10:15:00Z`."""
+    return value.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def days_between(earlier: dt.datetime, later: dt.datetime) -> float:
+    """Age in days, never negative (clock skew between machines is clamped)."""
+    return max(0.0, (later - earlier).total_seconds() / 86400.0)

@@ -1,0 +1,33 @@
+"""Adapter: the `vaultmem` command. Parses options, calls `MemoryStore`, formats the result.
+
+The group is assembled here, explicitly: `commands.COMMANDS` (core) and
+`mnemosyne.COMMANDS` (recall, forget, blocks, awareness, hooks).
+"""
+
+from __future__ import annotations
+
+import click
+
+from vaultmem import __version__
+from vaultmem.cli import commands, mnemosyne
+
+
+@click.group()
+@click.version_option(__version__, prog_name="vaultmem")
+def cli() -> None:
+    """Memory for AI assistants, kept as notes in your Obsidian vault.
+
+    \b
+    Quick start:
+      vaultmem init ~/Documents/vaultmem
+      vaultmem save "Use JWT tokens for authentication in all new APIs" --tag auth
+      vaultmem search "authentication"
+    """
+
+
+for _command in (*commands.COMMANDS, *mnemosyne.COMMANDS):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,82 @@
+"""What every command shares: the store for --vault, common options, errors as one line, JSON, progress."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any, Callable, Iterable, Iterator
+
+import click
+
+from vaultmem.base.errors import VaultmemError, one_line
+
+
+def _store(vault: str | None, quiet: bool = False) -> Any:
+    from vaultmem.base.config import load_settings, resolve_vault
+    from vaultmem.base.timeutil import env_clock
+    from vaultmem.store import MemoryStore
+
+    root = resolve_vault(vault)
+    store = MemoryStore(root, settings=load_settings(root), clock=env_clock())
+    store.progress = progress_for(quiet)  # only on a terminal; a pipe or --quiet stays quiet
+    return store
+
+
+def vault_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--vault", "vault", type=click.Path(file_okay=False), envvar="VAULTMEM_VAULT",
+        help="Vault folder (default: $VAULTMEM_VAULT, else ~/Documents/vaultmem).",
+    )(fn)
+
+
+def output_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(fn)
+    return fn
+
+
+def quiet_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--quiet", "-q", is_flag=True, help="No progress bar or warnings.")(fn)
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Library errors become one-line `Error: ...` messages with exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except VaultmemError as exc:
+            raise click.ClickException(one_line(exc)) from None
+
+    return wrapper
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def progress_for(quiet: bool) -> Callable[[Iterable[str], int], Iterator[str]] | None:
+    """A progress bar on an interactive terminal; nothing when piped or --quiet."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def run(items: Iterable[str], length: int) -> Iterator[str]:
+        if length < 500:  # a handful of changed notes: no bar flashing by
+            yield from items
+            return
+        with click.progressbar(items, length=length, label="Indexing notes", file=sys.stderr) as bar:
+            yield from bar
+
+    return run
+
+
+def warn_malformed(store: Any, quiet: bool) -> None:
+    """Tell the person once, on the sync that found them, which notes could not be read."""
+    report = store.last_sync
+    if quiet or report is None or not report.malformed:
+        return
+    for path, reason in report.malformed[:10]:
+        click.echo(f"warning: skipped malformed note {path}: {reason}", err=True)
+    if len(report.malformed) > 10:
+        click.echo(f"warning: ... and {len(report.malformed) - 10} more (see `vaultmem index status`)", err=True)

@@ -1,0 +1,774 @@
+"""`Memories`: the core object every feature takes. One vault's memories: save, resolve,
+read-modify-write, search, reinforce, stats and index upkeep.
+
+Features (lifecycle, graph, Mnemosyne, ...) receive a `Memories` and call only what it
+offers; the front door (`vaultmem.store.MemoryStore`) extends it with one delegating method
+per feature operation. Results are plain dicts with the seeds' keys (`success`,
+`memory_id`, `message`, ...), so the CLI prints them and the MCP bridge returns them unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import re
+import stat
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from vaultmem.base.config import TEMPLATE_DIR, Settings, load_settings
+from vaultmem.base.errors import (
+    Ambiguous,
+    InvalidInput,
+    MalformedNote,
+    NotFound,
+    VaultmemError,
+)
+from vaultmem.base.timeutil import Clock, days_between, system_clock
+from vaultmem.core import scoring, secrets
+from vaultmem.core.model import (
+    DEFAULT_STATUSES,
+    LIVE_STATUSES,
+    MEMORY_TYPES,
+    SEARCH_MODES,
+    STATUS_FILTERS,
+    validate_content,
+    validate_tags,
+    validate_window_and_score,
+)
+from vaultmem.storage import note as notes
+from vaultmem.storage import segments
+from vaultmem.storage.index import Index, Record, SyncReport, iso
+from vaultmem.storage.vault import Vault, is_note_path
+
+log = logging.getLogger("vaultmem.index")
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_SHORT_ID = re.compile(r"^[0-9a-fA-F]{8}$")
+INLINE_EMBED_LIMIT = 256
+Progress = Callable[[Iterable[str], int], Iterable[str]]
+
+
+class Memories:
+    """Memories in one vault: save, search, open, touch, stats, index upkeep."""
+
+    def __init__(self, root: Path | str, settings: Settings | None = None, clock: Clock | None = None) -> None:
+        root = Path(root).expanduser().absolute()
+        self.settings = settings or load_settings(root)
+        self.vault = Vault(root, self.settings)
+        self.index = Index(self.vault)
+        self.clock = clock or system_clock
+        self.last_sync: SyncReport | None = None
+        # Long-lived processes (MCP server) may skip re-scanning the vault for this many
+        # seconds after a scan; vaultmem's own writes are indexed at once either way.
+        self.freshness_ttl = 0.0
+        # Set by the CLI on a terminal: shown when a read has to (re)index many notes first.
+        self.progress: Progress | None = None
+        self._last_scan = float("-inf")
+        self._vectors: Any = None
+        # True in long-lived processes (MCP server, watcher): with embeddings `auto` they load
+        # the model, embed on save and search hybrid by default; a one-shot CLI call does not.
+        self.long_lived = False
+        self.agent: str | None = None  # default agent id for Mnemosyne calls (`--agent`, VAULTMEM_AGENT)
+
+    @property
+    def vectors(self) -> Any:
+        """The derived vector store (`.vaultmem/embeddings.sqlite`); opened on first use."""
+        if self._vectors is None:
+            from vaultmem.storage.embeddings import VectorStore
+
+            self._vectors = VectorStore(self.vault.state_dir)
+        return self._vectors
+
+    @property
+    def embeddings_installed(self) -> bool:
+        """The extra is installed and the `embeddings` setting is not `off`."""
+        from vaultmem.storage import embeddings
+
+        return embeddings.enabled(self.settings.embeddings)
+
+    def embeddings_enabled(self) -> bool:
+        """Installed and allowed to load here: `on`, or `auto` in a long-lived process."""
+        from vaultmem.storage import embeddings
+
+        setting = self.settings.embeddings
+        return embeddings.enabled(setting) and (setting == "on" or self.long_lived)
+
+    def init(self) -> dict[str, Any]:
+        created = self.vault.init()
+        report = self.index.sync()
+        return {
+            "success": True,
+            "vault": str(self.vault.root),
+            "created": created,
+            "indexed": report.added + report.unchanged,
+            "message": (f"Initialised vault at {self.vault.root}" if created
+                        else f"Vault at {self.vault.root} was already initialised"),
+        }
+
+    def sync(self, progress: Progress | None = None) -> SyncReport:
+        """Pick up edits made outside vaultmem (Obsidian, sync clients) before a read."""
+        import time
+
+        self.vault.require()
+        if self.freshness_ttl and time.monotonic() - self._last_scan < self.freshness_ttl:
+            return SyncReport()
+        self.last_sync = self.index.sync(progress or self.progress)
+        self._last_scan = time.monotonic()
+        if self.last_sync.status_mismatch:
+            self.reconcile_statuses(self.last_sync.status_mismatch)
+        return self.last_sync
+
+    def close(self) -> None:
+        self.index.close()
+        if self._vectors is not None:
+            self._vectors.close()
+
+    def now(self) -> dt.datetime:
+        return self.clock()
+
+    def score_of(self, rec: Record, now: dt.datetime | None = None) -> float:
+        return scoring.record_score(rec, now or self.now(), self.settings)
+
+    def save(
+        self,
+        content: str,
+        *,
+        tags: Sequence[str] = (),
+        entities: Sequence[str] | None = None,
+        source: str | None = None,
+        context: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        strength: float | None = None,
+        memory_type: str | None = None,
+        agent: str | None = None,
+        dedupe: bool = True,
+    ) -> dict[str, Any]:
+        """Write a new memory note into the short-term folder and index it.
+
+        Order: validate, refuse credentials (`SecretBlocked`, nothing written), reinforce a
+        near-identical memory instead of copying it (`status: duplicate`), fill in what was
+        not given (entities, strength, memory_type, urgency, domain), write, index.
+        """
+        self.vault.require()
+        content = validate_content(content)
+        tags = validate_tags(tags)
+        entities = None if entities is None else [e.strip() for e in entities if e and e.strip()]
+        if strength is not None and not (1.0 <= strength <= 2.0):
+            raise InvalidInput(f"strength must be between 1.0 and 2.0, got {strength}")
+        if memory_type is not None and memory_type not in MEMORY_TYPES:
+            raise InvalidInput(f"memory_type must be one of {', '.join(MEMORY_TYPES)}, got {memory_type!r}")
+        meta = dict(meta or {})
+        clash = sorted(set(meta) & set(notes.OWNED_KEYS))
+        if clash:
+            raise InvalidInput(f"meta key {clash[0]!r} is a vaultmem property; pass it with its own option")
+        for key, value in meta.items():
+            if not key or not isinstance(key, str) or "\n" in key or ":" in key:
+                raise InvalidInput(f"meta key {key!r} is not a valid property name")
+            if isinstance(value, Mapping):
+                raise InvalidInput(f"meta value for {key!r} must be flat (text, number, list), not a map")
+        secrets.check("\n".join([content, source or "", context or "", agent or "", *tags, *(entities or []),
+                                  *(f"{k}={v}" for k, v in meta.items())]))
+        if dedupe and self.settings.dedupe_on_save:
+            duplicate = self.find_duplicate(content)
+            if duplicate is not None:
+                rec, similarity = duplicate
+                touched = self.touch(rec.id)
+                return {
+                    "success": True,
+                    "status": "duplicate",
+                    "memory_id": rec.id,
+                    "path": rec.path,
+                    "similarity": round(similarity, 4),
+                    "use_count": touched["use_count"],
+                    "message": f"Near-duplicate of {rec.id} (similarity {similarity:.2f}); reinforced it instead",
+                    "has_embedding": False,
+                    "enrichment_applied": False,
+                }
+        enrichment = None
+        entities_given = entities is not None
+        if self.settings.enable_preprocessing:
+            enrichment = self.enricher().enrich(content, entities=entities, strength=strength,
+                                                memory_type=memory_type)
+            meta.setdefault("urgency", enrichment.urgency)
+            meta.setdefault("domain", enrichment.domain)
+            entities, strength, memory_type = enrichment.entities, enrichment.strength, enrichment.memory_type
+        auto_entities = 0 if enrichment is None or entities_given else len(enrichment.entities)
+        now = self.now()
+        memory = notes.Memory(
+            id=str(uuid.uuid4()), content=content, created=now, last_used=now, use_count=0,
+            strength=1.0 if strength is None else round(float(strength), 3), status="active",
+            tags=tags, entities=list(entities or []), source=source or None, context=context or None,
+            memory_type=memory_type, agent=agent, meta=meta,
+        )
+        text = notes.render_note(self.template("memory"), memory)
+        folder = self.settings.stm_dir.strip("/")
+        name = f"{notes.slugify(content)}-{memory.short_id}.md"
+        rel = f"{folder}/{name}"
+        self.vault.create_exclusive(self.vault.abs(rel), text)
+        self.index.refresh([rel])
+        has_embedding = self.embed_paths([rel])
+        result: dict[str, Any] = {
+            "success": True,
+            "status": "created",
+            "memory_id": memory.id,
+            "path": rel,
+            "message": f"Memory saved with ID: {memory.id}",
+            "has_embedding": has_embedding,
+            "enrichment_applied": enrichment is not None,
+        }
+        if enrichment is not None:
+            result.update({
+                "auto_entities": auto_entities,
+                "calculated_strength": memory.strength,
+                "entities": memory.entities,
+                "memory_type": memory.memory_type,
+                "urgency": meta.get("urgency"),
+                "domain": meta.get("domain"),
+                "priority": enrichment.priority,
+            })
+        return result
+
+    def enricher(self) -> Any:
+        """The process-wide enricher for this vault's templates (spaCy loads on first use)."""
+        from vaultmem.core.enrich import get_enricher
+
+        return get_enricher(self.vault.state_dir / "templates", self.settings.spacy_model)
+
+    def find_duplicate(self, content: str) -> tuple[Record, float] | None:
+        """A near-identical active memory (see `enrich.similarity`), found through the index."""
+        from vaultmem.core.enrich import duplicate_query, similarity
+
+        query = duplicate_query(content)
+        if not query:
+            return None
+        hits, _total = self.index.search(query, kinds=("memory",), statuses=DEFAULT_STATUSES, limit=5,
+                                         fields=("content",))
+        records = self.index.by_paths([p for p, _ in hits])
+        best: tuple[Record, float] | None = None
+        for path, _score in hits:
+            rec = records.get(path)
+            if rec is None:
+                continue
+            sim = similarity(content, rec.content)
+            if sim >= self.settings.duplicate_threshold and (best is None or sim > best[1]):
+                best = (rec, sim)
+        return best
+
+    def embed_paths(self, paths: Sequence[str]) -> bool:
+        """Refresh the vectors of notes vaultmem just wrote, when embeddings are enabled."""
+        if not self.embeddings_enabled():
+            return False
+        from vaultmem.storage import embeddings
+
+        records = [r for r in self.index.by_paths(list(paths)).values() if r.kind == "memory"]
+        embeddings.embed_records(embeddings.stale(records, self.vectors), self.vectors)
+        return bool(records)
+
+    def backfill_embeddings(self, *, limit: int | None = None, force: bool = False, dry_run: bool = False,
+                            model: str | None = None, progress: Progress | None = None) -> dict[str, Any]:
+        """Vectors for memories that lack a current one (the seed's `backfill_embeddings`)."""
+        from vaultmem.storage import embeddings
+
+        def load_records() -> list[Record]:
+            self.sync()
+            return self.index.records("kind = 'memory'")
+
+        return embeddings.backfill(load_records, self.vectors, limit=limit, force=force, dry_run=dry_run,
+                                   model=model or embeddings.MODEL_NAME, progress=progress)
+
+    def template(self, name: str) -> str:
+        """The vault's own template if it has one (`.vaultmem/templates/`), else ours."""
+        for folder in (self.vault.state_dir / "templates", TEMPLATE_DIR):
+            path = folder / f"{name}.md"
+            if path.is_file():
+                return path.read_text(encoding="utf-8")
+        raise VaultmemError(f"template {name}.md is missing from {TEMPLATE_DIR}; reinstall vaultmem")
+
+    def resolve(self, ref: str, kinds: Sequence[str] = ("memory",)) -> Record:
+        """A memory by full id, 8-char short id, file name (with or without .md) or path."""
+        ref = (ref or "").strip()
+        if not ref:
+            raise InvalidInput("memory id is empty; pass an id, an 8-char short id or a file name")
+        if "\x00" in ref or len(ref) > 512:
+            raise InvalidInput("memory id is not valid; pass an id, an 8-char short id or a file name")
+        kind_sql = f"kind IN ({','.join('?' * len(kinds))})"
+        if _UUID.match(ref):
+            found = self.index.records(f"{kind_sql} AND id = ?", [*kinds, ref.lower()])
+        elif _SHORT_ID.match(ref):
+            found = self.index.records(f"{kind_sql} AND id LIKE ?", [*kinds, ref.lower() + "%"])
+        else:
+            name = ref[:-3] if ref.lower().endswith(".md") else ref
+            if "/" in name:
+                found = self.index.records(f"{kind_sql} AND path = ?", [*kinds, name + ".md"])
+            else:
+                found = self.index.records(f"{kind_sql} AND lower(title) = ?", [*kinds, name.lower()])
+        if not found:
+            raise NotFound(f"no memory matches {ref!r}; check the id with `vaultmem search`")
+        if len(found) > 1:
+            paths = ", ".join(sorted(r.path for r in found)[:5])
+            raise Ambiguous(f"{ref!r} matches {len(found)} notes ({paths}); use the full id or path")
+        return found[0]
+
+    def memory_dict(self, rec: Record, now: dt.datetime | None = None) -> dict[str, Any]:
+        now = now or self.now()
+        created = rec.created_dt or now
+        result = {
+            "id": rec.id,
+            "content": rec.content,
+            "tags": rec.tags,
+            "entities": rec.entities,
+            "source": rec.source,
+            "context": rec.context,
+            "memory_type": rec.memory_type,
+            "created_at": iso(rec.created),
+            "last_used": iso(rec.last_used),
+            "use_count": rec.use_count,
+            "strength": rec.strength,
+            "status": rec.status,
+            "score": round(self.score_of(rec, now), 4),
+            "age_days": round(days_between(created, now), 2),
+            "path": rec.path,
+        }
+        if rec.props:
+            result["meta"] = rec.props
+        return result
+
+    def open(self, refs: Sequence[str]) -> dict[str, Any]:
+        """Memories by id / short id / file name; unknown ones land in `not_found`."""
+        self.sync()
+        memories, not_found = [], []
+        now = self.now()
+        for ref in refs:
+            try:
+                rec = self.resolve(ref)
+            except NotFound:
+                not_found.append(ref)
+                continue
+            if self.visible(rec):
+                memories.append(self.memory_dict(rec, now))
+            else:  # another agent's private memory: as if it did not exist
+                not_found.append(ref)
+        return {"success": bool(memories) or not refs, "count": len(memories),
+                "memories": memories, "not_found": not_found}
+
+    def note_text(self, ref: str) -> dict[str, Any]:
+        """One memory note's markdown exactly as it is on disk (for MCP resource readers)."""
+        self.sync()
+        rec = self.resolve(ref)
+        text = self.vault.abs(rec.path).read_text(encoding="utf-8")
+        return {"success": True, "memory_id": rec.id, "path": rec.path, "text": text}
+
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        tags: Sequence[str] = (),
+        top_k: int = 10,
+        window_days: float | None = None,
+        min_score: float | None = None,
+        status: str | None = None,
+        include_review_candidates: bool = True,
+        mode: str | None = None,
+    ) -> dict[str, Any]:
+        """Every memory that matches, ranked by relevance blended with decay (`rank_score`).
+
+        With include_review_candidates, matches in the review danger zone ranked below
+        top_k are blended in (`review_candidate: true`), see scoring.blend_review_candidates.
+        """
+        if not 1 <= top_k <= 100:
+            raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
+        validate_window_and_score(window_days, min_score)
+        if status is not None and status not in STATUS_FILTERS:
+            raise InvalidInput(f"status must be one of {', '.join(STATUS_FILTERS)}, got {status!r}")
+        tags = validate_tags(tags)
+        self.sync()
+        now = self.now()
+        statuses = LIVE_STATUSES if status == "all" else ((status,) if status else DEFAULT_STATUSES)
+        since = now - dt.timedelta(days=window_days) if window_days else None
+        text = (query or "").strip()
+        if len(text) > 2000:
+            raise InvalidInput(f"query is {len(text)} characters; keep it under 2000")
+        mode = self.search_mode(mode, bool(text))
+        sims: dict[str, float] = {}
+        if mode == "lexical":
+            ranked = self._rank(text, statuses, tags, since, min_score, top_k, now)
+        else:
+            ranked, sims = self._rank_semantic(text, mode, statuses, tags, since, min_score, top_k, now)
+        if text and self.settings.contiguity_weight > 0:
+            ranked = self._spread(ranked, top_k)
+        # one order for every mode: rank, then cosine (memories below the median cosine all
+        # have semantic relevance 0: they keep their cosine order), then path
+        ranked.sort(key=lambda r: (-r[3], -sims.get(r[0].path, 0.0), r[0].path))
+        if include_review_candidates:
+            window = scoring.blend_review_candidates(ranked, top_k, self.settings)
+        else:
+            window = [(*r, False) for r in ranked[:top_k]]
+        results = []
+        for rec, decay_score, relevance, _rank, is_review in window:
+            item = self.memory_dict(rec, now)
+            item["score"] = round(decay_score, 4)
+            item["relevance"] = None if relevance is None else round(relevance, 4)
+            similarity = sims.get(rec.path)
+            item["similarity"] = None if similarity is None else round(similarity, 4)
+            item["review_candidate"] = is_review
+            results.append(item)
+        return {"success": True, "count": len(results), "mode": mode, "results": results}
+
+    def search_mode(self, mode: str | None, has_text: bool = True) -> str:
+        """lexical | semantic | hybrid. Default: hybrid when embeddings are enabled (installed,
+        and `on` or a long-lived process) and the vault has vectors; a one-shot `vaultmem
+        search` with `auto` stays lexical unless --hybrid/--semantic asks for the model."""
+        if mode not in (None, *SEARCH_MODES):
+            raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+        if not has_text:
+            return "lexical"
+        if mode is None:
+            return "hybrid" if self.embeddings_enabled() and self.vectors.exists() else "lexical"
+        if mode != "lexical":
+            from vaultmem.storage import embeddings
+
+            embeddings.require()
+            if self.settings.embeddings == "off":
+                raise InvalidInput(f"{mode} search is switched off (embeddings: off); set embeddings to auto or on")
+        return mode
+
+    def _filtered(self, statuses: Sequence[str] | None, tags: Sequence[str],
+                  since: dt.datetime | None) -> list[Record]:
+        """Memories passing the status, tag and window filters (from the catalog)."""
+        where, params = "kind = 'memory'", []
+        if statuses:
+            where += f" AND status IN ({','.join('?' * len(statuses))})"
+            params += list(statuses)
+        if since is not None:
+            where += " AND last_used >= ?"
+            params.append(since.timestamp())
+        wanted = {t.lower() for t in tags}
+        return [rec for rec in self.index.records(where, params)
+                if (not wanted or wanted & {t.lower() for t in rec.tags}) and self.visible(rec)]
+
+    def _spread(self, ranked: list[tuple[Record, float, float | None, float]],
+                top_k: int) -> list[tuple[Record, float, float | None, float]]:
+        """Temporal contiguity (episodes.py): each memory found moves up toward the relevance
+        of its best episode neighbour, then is ranked again with decay."""
+        from vaultmem.core import episodes
+
+        decay_weight = self.settings.decay_weight
+        return episodes.spread(
+            self.index, ranked, weight=self.settings.contiguity_weight,
+            window_minutes=self.settings.contiguity_window_minutes,
+            depth=max(self.settings.search_candidates, top_k * 5), top_k=top_k,
+            span=self.settings.contiguity_span,
+            rank=lambda relevance, s: scoring.rank_score(relevance, s, decay_weight))
+
+    def _rank(self, text: str, statuses: Sequence[str] | None, tags: Sequence[str],
+              since: dt.datetime | None, min_score: float | None, top_k: int,
+              now: dt.datetime) -> list[tuple[Record, float, float | None, float]]:
+        weight = self.settings.decay_weight
+        if not text:
+            ranked = []
+            for rec in self._filtered(statuses, tags, since):
+                s = self.score_of(rec, now)
+                if min_score is None or s >= min_score:
+                    ranked.append((rec, s, None, s))
+            return ranked  # unsorted: search orders every mode's ranking once
+        limit = max(self.settings.search_candidates, top_k * 5)
+        while True:
+            hits, complete = self.index.search(text, kinds=("memory",), statuses=statuses, tags=tags,
+                                               limit=limit)
+            if not hits:
+                return []
+            best = hits[0][1] or 1.0
+            records = self.index.by_paths([p for p, _ in hits])
+            ranked = []
+            for path, bm25 in hits:
+                rec = records.get(path)
+                if rec is None or not self.visible(rec):
+                    continue
+                if since is not None and (rec.last_used or 0) < since.timestamp():
+                    continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
+                s = self.score_of(rec, now)
+                if min_score is not None and s < min_score:
+                    continue
+                relevance = bm25 / best
+                ranked.append((rec, s, relevance, scoring.rank_score(relevance, s, weight)))
+            if len(ranked) >= top_k or complete:
+                break
+            limit *= 4  # the score or window filter dropped too many: widen the candidate set
+        return ranked  # unsorted: search orders every mode's ranking once
+
+    def _rank_semantic(self, text: str, mode: str, statuses: Sequence[str] | None, tags: Sequence[str],
+                       since: dt.datetime | None, min_score: float | None, top_k: int,
+                       now: dt.datetime) -> tuple[list[tuple[Record, float, float | None, float]], dict[str, float]]:
+        """Semantic: cosine similarity. Hybrid: BM25F and cosine rankings fused (`fuse`).
+        Returns the ranking and each candidate's cosine similarity by path."""
+        from vaultmem.storage import embeddings
+
+        candidates = self._filtered(statuses, tags, since)
+        stale = embeddings.stale(candidates, self.vectors)
+        if stale:  # notes edited outside vaultmem: embed a few now, the rest on backfill
+            embeddings.embed_records(stale[:INLINE_EMBED_LIMIT], self.vectors)
+        sims = embeddings.similarities(text, candidates, self.vectors)
+        by_path = {r.path: r for r in candidates}
+        lexical: dict[str, float] = {}
+        if mode == "hybrid":
+            for rec, _s, relevance, _r in self._rank(text, statuses, tags, since, None, top_k, now):
+                lexical[rec.path] = relevance or 0.0
+        fused = scoring.fuse(lexical, sims, mode, self.settings.hybrid_fusion, self.settings.rrf_k,
+                     depth=max(self.settings.search_candidates, top_k * 5))
+        weight = self.settings.decay_weight
+        ranked = []
+        for path, relevance in fused.items():
+            rec = by_path.get(path)
+            if rec is None:
+                continue
+            s = self.score_of(rec, now)
+            if min_score is not None and s < min_score:
+                continue
+            ranked.append((rec, s, relevance, scoring.rank_score(relevance, s, weight)))
+        return ranked, sims  # unsorted: search orders every mode's ranking once
+
+    def touch(self, ref: str, boost_strength: bool = False) -> dict[str, Any]:
+        """use_count + 1, last_used = now, and optionally strength + 0.1 (max 2.0)."""
+        self.sync()
+        rec = self.resolve(ref)
+        now = self.now()
+        old_score = self.score_of(rec, now)
+
+        def change(current: Record) -> dict[str, Any]:
+            changes: dict[str, Any] = {"use_count": current.use_count + 1, "last_used": now}
+            changes.update(scoring.access_changes(current, now, self.settings))
+            if boost_strength:
+                changes["strength"] = round(min(2.0, current.strength + 0.1), 3)
+            return changes
+
+        updated = self.modify(rec, change)
+        new_score = self.score_of(updated, now)
+        return {
+            "success": True,
+            "memory_id": updated.id,
+            "old_score": round(old_score, 4),
+            "new_score": round(new_score, 4),
+            "use_count": updated.use_count,
+            "strength": updated.strength,
+            "message": f"Memory reinforced. Score: {old_score:.2f} -> {new_score:.2f}",
+        }
+
+    def modify(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> Record:
+        """Read-modify-write one note under the lock, applying `change` to what is on disk now.
+
+        `change` receives the note as it is at this moment (a person may have edited it
+        since it was indexed) and returns the properties to set; nothing else is touched.
+        """
+        return self.modify_many([rec], change)[0]
+
+    def modify_many(self, recs: Sequence[Record], change: Callable[[Record], Mapping[str, Any]]) -> list[Record]:
+        """`modify` for several notes under one lock hold and one index commit (recall's access)."""
+        with self.vault.lock():
+            paths = [self._rewrite(rec, change) for rec in recs]
+            if paths:
+                self.index.refresh(paths)
+        updated = [self.index.get(p) for p in paths]
+        assert all(u is not None for u in updated)
+        before = {rec.path: rec.content for rec in recs}
+        edited = [u.path for u in updated if u is not None and u.content != before.get(u.path, u.content)]
+        if edited and self.embeddings_enabled():
+            self.embed_paths(edited)
+        return updated  # type: ignore[return-value]
+
+    def read_note(self, rec: Record) -> tuple[Record, Path, str, tuple[int, int]]:
+        """A note's text as on disk now, following it if it moved since it was indexed."""
+        path = self.vault.abs(rec.path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            self.index.sync()
+            rec = self.resolve(rec.id or rec.path)
+            path = self.vault.abs(rec.path)
+            text = path.read_text(encoding="utf-8")
+        st = path.stat()
+        return rec, path, text, (st.st_mtime_ns, st.st_size)
+
+    def _rewrite(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> str:
+        """The file part of `modify` (caller holds the lock); returns the note's path."""
+        rec, path, text, fingerprint = self.read_note(rec)
+        from vaultmem.storage.index import record_from_text
+
+        try:
+            current = record_from_text(self.vault, rec.path, text, fingerprint)
+        except MalformedNote as exc:
+            raise MalformedNote(rec.path, f"{exc.reason}; fix it in Obsidian, vaultmem will not rewrite it") from None
+        changes = dict(change(current))
+        split = notes.split_note(text)
+        props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
+        if "id" not in props and current.id:
+            changes = {"id": current.id, **changes}
+        new_text = notes.update_frontmatter(text, changes)
+        if new_text != text:
+            self.vault.write_text(path, new_text)
+        return rec.path
+
+    def reconcile_statuses(self, paths: Sequence[str]) -> list[str]:
+        """Make `status` agree with the folder of notes a person moved by hand (one-line rewrite).
+
+        The rewrite changes the file, whose next sync then finds the status agreeing: no loop.
+        """
+        fixed = []
+        for rel in paths:
+            rec = self.index.get(rel)
+            if rec is None or rec.kind != "memory" or self.vault.status_of(rel) is None:
+                continue
+            try:
+                self.modify(rec, lambda current: {"status": current.status})
+            except (VaultmemError, OSError):
+                continue  # gone or broken since the sync: the next sync reports it
+            fixed.append(rel)
+        return fixed
+
+    # -- live indexing (the watcher) -----------------------------------------------------------
+    root = property(lambda self: self.vault.root, doc="The vault folder.")
+    state_dir = property(lambda self: self.vault.state_dir, doc="The vault's `.vaultmem/` folder.")
+    is_note_path = staticmethod(is_note_path)
+
+    def require_vault(self) -> None:
+        """Raise NotFound (with the fix) unless the vault exists."""
+        self.vault.require()
+
+    def refresh_all(self) -> dict[str, Any]:
+        """The index brought in line with every note on disk: indexed / removed / malformed."""
+        return self.index.sync().summary()
+
+    def refresh_paths(self, paths: Iterable[str]) -> dict[str, Any]:
+        """The index brought in line with the disk for these vault-relative paths (a watcher's
+        batch): indexed / removed / skipped / malformed, and `paths` it changed."""
+        root = self.vault.root
+        upsert: list[str] = []
+        gone: list[str] = []
+        skipped = 0
+        wanted = sorted(set(paths))
+        # Decide under the vault lock: a CLI or MCP write holds it from the file write to the
+        # index refresh, so its notes are seen here already indexed and skipped.
+        with self.vault.lock():
+            known = self.index.by_paths(wanted)
+            for rel in wanted:
+                try:
+                    st = os.lstat(root / rel)
+                except FileNotFoundError:
+                    st = None
+                except OSError as exc:
+                    log.warning("cannot read %s: %s; skipped", rel, exc.strerror or exc)
+                    continue
+                if st is None or not stat.S_ISREG(st.st_mode):  # gone, or a symlink/pipe/folder
+                    if rel in known:
+                        gone.append(rel)
+                    else:
+                        skipped += 1
+                    continue
+                rec = known.get(rel)
+                if rec is not None and (rec.mtime_ns, rec.size) == (st.st_mtime_ns, st.st_size):
+                    skipped += 1
+                    continue
+                upsert.append(rel)
+            if not (upsert or gone):
+                return {"indexed": 0, "removed": 0, "skipped": skipped, "malformed": []}
+            report = self.index.refresh(upsert, removed=gone)
+        return {**report.summary(), "skipped": skipped, "paths": upsert + gone}
+
+    def defer_index_merges(self) -> bool:
+        """Commits stop merging index segments; `start_index_merge` merges them in a child
+        process instead (storage/segments.py). False where fork is missing: commits merge."""
+        if not segments.CAN_FORK:
+            return False
+        self.index.merge_on_commit = False
+        return True
+
+    def resume_index_merges(self) -> None:
+        """Commits merge index segments again (the watcher stopping)."""
+        self.index.merge_on_commit = True
+
+    def index_merge_due(self) -> bool:
+        """Merges are deferred and the commits since left segments that need one."""
+        return not self.index.merge_on_commit and bool(segments.plan(self.index.ix._segments()))
+
+    def start_index_merge(self, close_fds: Sequence[int] = ()) -> int:
+        """Fork the child that merges the index segments; its pid."""
+        return segments.start_merge(self.vault, close_fds=list(close_fds))
+
+    def index_merge_result(self, pid: int, wait: bool = False) -> str | None:
+        """None while the merge child runs, else `merged`, `nothing` or `failed (exit N)`."""
+        code = segments.finished(pid, wait=wait)
+        if code is None:
+            return None
+        return {segments.MERGED: "merged", segments.NOTHING_TO_DO: "nothing"}.get(code, f"failed (exit {code})")
+
+    def visible(self, rec: Record) -> bool:
+        """A private memory (`private: true`) is shown to its own agent only (self.agent)."""
+        return rec.props.get("private") is not True or (bool(self.agent) and rec.agent == self.agent)
+
+    def _agent(self, agent: str | None) -> str | None:
+        return agent if agent else self.agent
+
+    def stats(self) -> dict[str, Any]:
+        self.sync()
+        now = self.now()
+        by_status = {s: 0 for s in ("active", "promoted", "archived")}
+        scores, uses = [], []
+        for rec in self.index.records("kind = 'memory'"):
+            by_status[rec.status or "active"] = by_status.get(rec.status or "active", 0) + 1
+            scores.append(self.score_of(rec, now))
+            uses.append(rec.use_count)
+        kinds = dict(self.index.db.execute("SELECT kind, count(*) FROM notes GROUP BY kind").fetchall())
+        return {
+            "success": True,
+            "vault": str(self.vault.root),
+            "total_memories": len(scores),
+            "by_status": by_status,
+            "vault_notes": kinds.get("note", 0),
+            "malformed_notes": kinds.get("malformed", 0),
+            "avg_score": round(sum(scores) / len(scores), 4) if scores else 0.0,
+            "avg_use_count": round(sum(uses) / len(uses), 2) if uses else 0.0,
+            "below_forget_threshold": sum(1 for s in scores if s < self.settings.forget_threshold),
+            "decay_model": self.settings.decay_model,
+            "index_bytes": self.index.size_bytes(),
+        }
+
+    def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
+        self.vault.require()
+        report = self.index.rebuild(progress)
+        if report.status_mismatch:
+            self.reconcile_statuses(report.status_mismatch)
+        indexed = report.added - len(report.malformed)
+        return {
+            "success": True,
+            "indexed": indexed,
+            "malformed": [{"path": p, "reason": r} for p, r in report.malformed],
+            "message": f"Rebuilt the index from {report.added} notes ({len(report.malformed)} malformed)",
+        }
+
+    def index_status(self) -> dict[str, Any]:
+        """Notes on disk vs indexed, without syncing first: what a sync would change."""
+        self.vault.require()
+        on_disk = self.vault.scan()
+        self.index.remove_leftovers()
+        if not (self.vault.index_dir / "catalog.sqlite").exists():
+            return {"success": True, "notes_on_disk": len(on_disk), "indexed": 0, "stale": [],
+                    "missing_from_index": sorted(on_disk), "deleted_from_disk": [], "malformed": [],
+                    "clean": not on_disk, "message": "No index yet; any command builds it"}
+        new, changed, removed = self.index.diff(on_disk)
+        malformed = [{"path": r.path, "reason": r.error} for r in self.index.records("kind = 'malformed'")]
+        indexed = self.index.count("kind != 'malformed'")
+        clean = not (new or changed or removed)
+        return {
+            "success": True,
+            "notes_on_disk": len(on_disk),
+            "indexed": indexed,
+            "stale": sorted(changed),
+            "missing_from_index": sorted(new),
+            "deleted_from_disk": sorted(removed),
+            "malformed": malformed,
+            "clean": clean,
+            "message": "Index is up to date" if clean else
+                       f"{len(new) + len(changed) + len(removed)} notes differ from the index; any command syncs them",
+        }

@@ -1,0 +1,105 @@
+"""The memory model: its types, statuses and limits, and the validation every entry point shares."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Iterable, Sequence
+
+from vaultmem.base.errors import InvalidInput
+from vaultmem.storage import note as notes
+
+MAX_CONTENT = 50_000
+MAX_TAGS = 50
+MAX_TAG_CHARS = 100
+MEMORY_TYPES = ("episodic", "semantic", "preference", "relationship", "procedural", "profile", "core")
+STATUS_FILTERS = ("active", "promoted", "archived", "all")
+DEFAULT_STATUSES = ("active", "promoted")
+LIVE_STATUSES = ("active", "promoted", "archived")  # "all" still leaves soft-deleted memories out
+SEARCH_MODES = ("lexical", "semantic", "hybrid")
+
+
+def validate_content(content: str) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("content is empty; pass the text to remember")
+    if len(content) > MAX_CONTENT:
+        raise InvalidInput(f"content is {len(content):,} characters; the limit is {MAX_CONTENT:,}")
+    if "\x00" in content:
+        raise InvalidInput("content contains a NUL byte; pass plain text")
+    if content.lstrip().startswith("---"):
+        raise InvalidInput("content starts with ---, which would read as frontmatter; rephrase the first line")
+    return content.strip()
+
+
+def validate_window_and_score(window_days: float | None, min_score: float | None) -> None:
+    """The `window_days` and `min_score` filters every search takes."""
+    if window_days is not None and window_days <= 0:
+        raise InvalidInput(f"window_days must be a positive number of days, got {window_days}")
+    if min_score is not None and min_score < 0:
+        raise InvalidInput(f"min_score must be 0 or more, got {min_score}")
+
+
+def validate_tags(tags: Sequence[str] | None) -> list[str]:
+    result: list[str] = []
+    for raw in tags or ():
+        if not isinstance(raw, str):
+            raise InvalidInput(f"tag {raw!r} is not text")
+        tag = notes.normalise_tag(raw)
+        if not tag:
+            raise InvalidInput("a tag is empty; drop it or give it a name")
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInput(f"tag {tag[:20]!r}... is {len(tag)} characters; the limit is {MAX_TAG_CHARS}")
+        if re.search(r"[,\[\]{}\x00-\x1f]", tag):
+            raise InvalidInput(f"tag {tag!r} contains a comma, bracket or control character; remove it")
+        if tag not in result:
+            result.append(tag)
+    if len(result) > MAX_TAGS:
+        raise InvalidInput(f"{len(result)} tags given; the limit is {MAX_TAGS}")
+    return result
+
+
+def parse_meta(pairs: Iterable[str]) -> dict[str, Any]:
+    """`k=v` pairs from the command line; values are kept as text."""
+    meta: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(f"--meta {pair!r} is not key=value; write it like --meta project=apollo")
+        meta[key.strip()] = value.strip()
+    return meta
+
+
+@dataclasses.dataclass(frozen=True)
+class UnifiedQuery:
+    """search_unified's parameters with the seed's defaults, declared once: the CLI's
+    `search --unified`, the MCP tool and the front door all build one of these."""
+
+    query: str | None = None
+    tags: Sequence[str] = ()
+    limit: int = 10
+    stm_weight: float = 1.0
+    ltm_weight: float = 0.7
+    window_days: float | None = None
+    min_score: float | None = None
+    page: int = 1
+    page_size: int = 10
+    preview_length: int = 300
+
+    def validated(self) -> "UnifiedQuery":
+        """This query with its text stripped and tags normalised; InvalidInput names the first bad value."""
+        if not 1 <= self.limit <= 100:
+            raise InvalidInput(f"limit must be between 1 and 100, got {self.limit}")
+        for name, w in (("stm_weight", self.stm_weight), ("ltm_weight", self.ltm_weight)):
+            if not 0.0 <= w <= 2.0:
+                raise InvalidInput(f"{name} must be between 0.0 and 2.0, got {w}")
+        validate_window_and_score(self.window_days, self.min_score)
+        if self.page < 1:
+            raise InvalidInput(f"page must be 1 or more, got {self.page}")
+        if not 1 <= self.page_size <= 100:
+            raise InvalidInput(f"page_size must be between 1 and 100, got {self.page_size}")
+        if not 0 <= self.preview_length <= 5000:
+            raise InvalidInput(f"preview_length must be between 0 and 5000 (0 = full content), got {self.preview_length}")
+        text = (self.query or "").strip()
+        if len(text) > 2000:
+            raise InvalidInput(f"query is {len(text)} characters; keep it under 2000")
+        return dataclasses.replace(self, query=text, tags=validate_tags(self.tags))

@@ -1,0 +1,216 @@
+"""The secret filter: real credential formats, not a keyword list.
+
+`find_secret(text)` returns the first credential-looking span as a `Finding` (kind, start,
+end) or None. Rules, checked in this order:
+
+1. provider formats: AWS access key ids (AKIA/ASIA...), Google `AIza...` keys, GitHub
+   (`ghp_`, `github_pat_`), GitLab (`glpat-`), Slack (`xox?-`, webhooks), Stripe secret
+   keys (`sk_live_`, `rk_test_`), Anthropic (`sk-ant-`), OpenAI (`sk-`, `sk-proj-`),
+   PEM private-key blocks, JWTs (three base64url parts, header and payload `eyJ`);
+2. connection strings with an inline password (`scheme://user:pass@host`);
+3. assignments: a name ending in password/secret/token/api key... followed by `=`/`:`
+   (or, for passwords, `is`) and a literal value. `=` in code accepts any literal value;
+   `:` and `is` in prose only a password-like one (a digit, symbol or inner capital, and
+   6+ characters), so "the password is stored in Vault" passes;
+4. high-entropy tokens: 32+ characters of base64/base64url with upper, lower and digits
+   and Shannon entropy >= 4.3 bits per character (hex digests and UUIDs stay below it).
+
+Placeholders (`<password>`, `${DB_PASS}`, `****`, `xxxx`, `os.environ[...]`) are not
+secrets. Talk about secrets ("I use 1Password as my password manager", "rotate the API key
+every 90 days", "use JWT tokens for auth") has no value in a credential format, so it
+passes. The matched text is never put in a message, a log line or an exception.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections import Counter
+
+from vaultmem.base.errors import SecretBlocked  # noqa: F401  (raised by check(); defined in base so adapters catch it)
+
+KINDS = {
+    "aws_access_key": "an AWS access key id",
+    "aws_secret_key": "an AWS secret access key",
+    "google_api_key": "a Google API key",
+    "github_token": "a GitHub token",
+    "gitlab_token": "a GitLab token",
+    "slack_token": "a Slack token",
+    "slack_webhook": "a Slack webhook URL",
+    "stripe_key": "a Stripe secret key",
+    "anthropic_key": "an Anthropic API key",
+    "openai_key": "an OpenAI API key",
+    "private_key": "a PEM private key",
+    "jwt": "a JSON Web Token",
+    "connection_string": "a connection string with a password",
+    "password_assignment": "a password assignment",
+    "secret_assignment": "a secret or token assignment",
+    "bearer_token": "a bearer token",
+    "high_entropy_token": "a high-entropy token",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    kind: str
+    start: int
+    end: int
+
+    @property
+    def description(self) -> str:
+        return KINDS[self.kind]
+
+
+_PROVIDER_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("aws_access_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")),
+    ("aws_secret_key", re.compile(
+        r"(?i)aws[\w.-]{0,20}?(?:secret|private)[\w.-]{0,20}?\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])")),
+    ("google_api_key", re.compile(r"(?<![\w-])AIza[0-9A-Za-z_\-]{35}(?![\w-])")),
+    ("github_token", re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?!\w)")),
+    ("gitlab_token", re.compile(r"(?<![\w-])gl(?:pat|dt|ptt|rt|cbt)-[A-Za-z0-9_\-]{20,}(?![\w-])")),
+    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}")),
+    ("slack_token", re.compile(r"(?<![\w-])xox[abposrce]-(?:[0-9]+-)+[A-Za-z0-9\-]{8,}(?![\w-])")),
+    ("stripe_key", re.compile(r"(?<![\w])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}(?!\w)")),
+    ("anthropic_key", re.compile(r"(?<![\w-])sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{20,}(?![\w-])")),
+    ("openai_key", re.compile(r"(?<![\w-])sk-(?!ant-)(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{20,}(?![\w-])")),
+    ("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}(?![\w-])")),
+]
+
+_CONNECTION = re.compile(
+    r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@'\"<>]*):(?P<pw>[^\s@/'\"]+)@[^\s/@]+")
+
+_SECRET_NAMES = (
+    r"password|passwd|passphrase|pwd|pass|secret|secret[_\-. ]?key|client[_\-. ]?secret|"
+    r"api[_\-. ]?key|apikey|access[_\-. ]?key|access[_\-. ]?token|auth[_\-. ]?token|"
+    r"refresh[_\-. ]?token|token|private[_\-. ]?key|signing[_\-. ]?key|credentials?"
+)
+# name (optionally with a prefix such as DB_ or stripe.), then = or : (or "is" for prose)
+_ASSIGN = re.compile(
+    r"(?i)(?<![\w.\-])(?P<name>[a-z0-9_\-.]{0,40}?(?:" + _SECRET_NAMES + r"))[\"']?"
+    r"(?P<op>\s*(?:=|:=|=>|:)\s*|\s+(?:is|was|=)\s+)"
+    r"(?P<q>[\"'`]?)(?P<value>[^\s\"'`,;]+)"
+)
+_BEARER = re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9_\-.~+/]{20,}=*)")
+_QUERY_SECRET = re.compile(
+    r"(?i)[?&](?:access_token|api_key|apikey|token|key|secret|client_secret|sig|signature|password)="
+    r"(?P<value>[^\s&#]{12,})")
+
+_PLACEHOLDER = re.compile(
+    r"""(?ix)^(?:
+        <[^>]*>? | \$\{?[\w.]+\}? | \{\{?[^}]*\}?\}? | %\(?\w*\)?s | \[[^\]]*\]? |
+        [*x.•#?_-]+ | (?:your|my)[_\-]\w* | redacted | hidden | masked | placeholder |
+        example\w* | dummy\w* | sample\w* | changeme | secret | password | passwd | token |
+        none | null | nil | true | false | undefined | empty | required | optional | env |
+        (?:os\.)?(?:environ|getenv)\b.* | process\.env\b.* | env\(.* | getpass\(.* | input\(.* |
+        [\w.]+\(.*
+    )$""")
+# an attribute or variable reference in code (settings.SECRET_KEY), not a literal
+_PASSWORD_MANAGERS = {"1password", "bitwarden", "keepass", "keepassxc", "lastpass", "dashlane",
+                      "keychain", "vault", "pass", "nordpass", "protonpass", "enpass"}
+_REFERENCE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+# prose words that follow "password:" / "token:" without being a value
+_PROSE_VALUE = re.compile(r"^[a-z]+[.!?]?$")
+
+_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
+_URL = re.compile(r"(?i)\b(?:https?|ftp|wss?)://\S+")
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    if not text:
+        return 0.0
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+
+
+def _password_like(value: str) -> bool:
+    if len(value) < 6:
+        return False
+    return (any(c.isdigit() for c in value) or any(not c.isalnum() for c in value)
+            or any(c.isupper() for c in value[1:]))
+
+
+def _is_placeholder(value: str) -> bool:
+    return bool(_PLACEHOLDER.match(value.strip("\"'`")))
+
+
+def _high_entropy(token: str) -> bool:
+    core = token.rstrip("=")
+    if len(core) < 32:
+        return False
+    if not (re.search(r"[a-z]", core) and re.search(r"[A-Z]", core) and re.search(r"[0-9]", core)):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F\-]+", core):  # hex digests, UUIDs
+        return False
+    return entropy(core) >= 4.3
+
+
+def find_secret(text: str) -> Finding | None:
+    """The first credential-looking span in `text`, or None."""
+    for kind, pattern in _PROVIDER_RULES:
+        m = pattern.search(text)
+        if m:
+            return Finding(kind, m.start(), m.end())
+    for m in _CONNECTION.finditer(text):
+        pw = m.group("pw")
+        if not _is_placeholder(pw) and len(pw) >= 3:
+            return Finding("connection_string", m.start(), m.end())
+    for m in _QUERY_SECRET.finditer(text):
+        if not _is_placeholder(m.group("value")):
+            return Finding("secret_assignment", m.start(), m.end())
+    for m in _BEARER.finditer(text):
+        value = m.group("value")
+        if not _is_placeholder(value) and re.search(r"\d", value) and re.search(r"[A-Za-z]", value):
+            return Finding("bearer_token", m.start(), m.end())
+    for m in _ASSIGN.finditer(text):
+        finding = _assignment(m)
+        if finding:
+            return finding
+    for m in _TOKEN.finditer(text):
+        if any(u.start() <= m.start() < u.end() for u in _URL.finditer(text)):
+            continue
+        if _high_entropy(m.group(0)):
+            return Finding("high_entropy_token", m.start(), m.end())
+    return None
+
+
+def _assignment(m: re.Match[str]) -> Finding | None:
+    name = m.group("name").lower()
+    value = m.group("value")
+    op = m.group("op").strip().lower()
+    quoted = bool(m.group("q"))
+    if _is_placeholder(value) or len(value) < 4:
+        return None
+    if not quoted and (_REFERENCE.match(value) or value.lower().rstrip(".,;!?") in _PASSWORD_MANAGERS):
+        return None  # "the password is in 1Password": where it is kept, not what it is
+    is_password = bool(re.search(r"pass|pwd", name))
+    kind = "password_assignment" if is_password else "secret_assignment"
+    if op in ("is", "was"):
+        # prose: "my password is hunter2" blocks, "the password is stored in Vault" does not
+        if not is_password or not _password_like(value):
+            return None
+        return Finding(kind, m.start(), m.end())
+    if op == ":" and not quoted:
+        # "secret: the meeting moved" is prose; a YAML/colon value must look like a credential
+        if _PROSE_VALUE.match(value) or not _password_like(value):
+            return None
+        if not is_password and len(value) < 12:
+            return None
+        return Finding(kind, m.start(), m.end())
+    # `=` (code, env files) or a quoted value: any literal counts, but keep prose words out
+    if not quoted and _PROSE_VALUE.match(value) and len(value) < 6:
+        return None
+    if not is_password and not quoted and len(value) < 8:
+        return None
+    if re.fullmatch(r"\d{1,3}", value):
+        return None
+    return Finding(kind, m.start(), m.end())
+
+
+def check(text: str) -> None:
+    """Raise SecretBlocked when `text` holds a credential."""
+    found = find_secret(text)
+    if found is not None:
+        raise SecretBlocked(found.kind)

@@ -1,0 +1,127 @@
+"""`vaultmem doctor`: health checks over the catalog, each a small function.
+
+A check takes the store and a `graph.Catalog` snapshot and returns problems as dicts with
+`check`, `path` and `message` (plus check-specific keys). Add a check by writing a function
+and appending it to `CHECKS`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from vaultmem.core.memories import Memories
+from vaultmem.features.graph import Catalog, unresolved
+from vaultmem.storage.vault import CONFLICT_COPY
+
+Problem = dict[str, Any]
+Check = Callable[[Memories, Catalog], list[Problem]]
+
+_CONFLICT_COPY = CONFLICT_COPY
+_NUMBERED_COPY = re.compile(r"^(?P<base>.+) (?P<n>[2-9]|[1-9]\d+)\.md$")
+
+
+def broken_links(store: Memories, cat: Catalog) -> list[Problem]:
+    """Wikilinks whose target is no note in the vault (renamed or deleted without updating)."""
+    return [{"check": "broken_link", "path": e.src, "line": e.line, "target": e.target, "type": e.type,
+             "message": f"{e.src}:{e.line}: [[{e.target}]] points to no note; fix the link or restore the note"}
+            for e in sorted(unresolved(cat), key=lambda e: (e.src, e.line, e.pos))]
+
+
+def duplicate_ids(store: Memories, cat: Catalog) -> list[Problem]:
+    """Two memory notes with one `id` (a copied note): vaultmem cannot tell them apart."""
+    rows = cat.db.execute(
+        "SELECT id, group_concat(path, '\n') FROM notes WHERE kind = 'memory' GROUP BY id HAVING count(*) > 1"
+    ).fetchall()
+    problems = []
+    for mid, paths in sorted(rows):
+        listed = sorted(paths.split("\n"))
+        problems.append({"check": "duplicate_id", "path": listed[0], "id": mid, "paths": listed,
+                         "message": f"id {mid} is used by {len(listed)} notes ({', '.join(listed)}); "
+                                    "give the copies a new id or delete them"})
+    return problems
+
+
+def duplicate_names(store: Memories, cat: Catalog) -> list[Problem]:
+    """Notes sharing a file name in different folders: `[[name]]` links become ambiguous."""
+    by_name: dict[str, list[str]] = {}
+    for path in cat.notes:
+        by_name.setdefault(path.rsplit("/", 1)[-1].lower(), []).append(path)
+    problems = []
+    for name, paths in sorted(by_name.items()):
+        if len(paths) > 1:
+            listed = sorted(paths)
+            problems.append({"check": "duplicate_name", "path": listed[0], "paths": listed,
+                             "message": f"{len(listed)} notes are named {name} ({', '.join(listed)}); "
+                                        "rename one so [[links]] stay unambiguous"})
+    return problems
+
+
+def malformed_notes(store: Memories, cat: Catalog) -> list[Problem]:
+    """Notes vaultmem cannot parse (bad YAML, not UTF-8, too large); never rewritten."""
+    rows = cat.db.execute("SELECT path, error FROM notes WHERE kind = 'malformed' ORDER BY path").fetchall()
+    return [{"check": "malformed", "path": path, "message": f"{path}: {error}"} for path, error in rows]
+
+
+def conflict_copies(store: Memories, cat: Catalog) -> list[Problem]:
+    """Copies sync clients leave behind: Dropbox/Obsidian Sync, Syncthing, iCloud `Note 2.md`."""
+    lower = {p.lower() for p in cat.notes}
+    problems = []
+    for path in sorted(cat.notes):
+        folder, _, name = path.rpartition("/")
+        numbered = _NUMBERED_COPY.match(name)
+        original = None
+        if _CONFLICT_COPY.search(name):
+            original = _CONFLICT_COPY.sub("", name)
+        elif numbered and f"{folder + '/' if folder else ''}{numbered['base']}.md".lower() in lower:
+            original = f"{numbered['base']}.md"
+        if original is not None:
+            problems.append({"check": "conflict_copy", "path": path, "original": original,
+                             "message": f"{path} looks like a sync-conflict copy of {original}; "
+                                        "merge what differs into the original and delete the copy"})
+    return problems
+
+
+def credentials(store: Memories, cat: Catalog) -> list[Problem]:
+    """Notes holding something credential-like. `save` refuses these; hand-written ones are only flagged."""
+    from vaultmem.core.secrets import find_secret
+
+    problems = []
+    for rec in store.index.records("kind != 'malformed' ORDER BY path"):
+        try:
+            text = store.vault.abs(rec.path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = find_secret(text)
+        if found is not None:
+            line = text.count("\n", 0, found.start) + 1
+            problems.append({"check": "credential", "path": rec.path, "line": line, "kind": found.kind,
+                             "message": f"{rec.path}:{line}: looks like {found.kind}; "
+                                        "move the credential to a password manager"})
+    return problems
+
+
+CHECKS: list[tuple[str, Check]] = [
+    ("broken_links", broken_links),
+    ("duplicate_ids", duplicate_ids),
+    ("duplicate_names", duplicate_names),
+    ("malformed_notes", malformed_notes),
+    ("conflict_copies", conflict_copies),
+    ("credentials", credentials),
+]
+
+
+def run(store: Memories, checks: list[tuple[str, Check]] | None = None) -> dict[str, Any]:
+    """Run every check; `clean` is False when any found a problem."""
+    store.sync()
+    cat = Catalog(store)
+    problems: list[Problem] = []
+    counts: dict[str, int] = {}
+    for name, check in checks or CHECKS:
+        found = check(store, cat)
+        counts[name] = len(found)
+        problems.extend(found)
+    clean = not problems
+    return {"success": True, "clean": clean, "counts": counts, "problems": problems,
+            "message": "No problems found" if clean else
+                       f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found"}

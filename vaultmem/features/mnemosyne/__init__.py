@@ -1,0 +1,1 @@
+"""Mnemosyne's features: recall, forget, blocks, feedback, agent awareness, ingestion, hooks."""

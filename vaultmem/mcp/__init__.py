@@ -1,0 +1,1 @@
+"""Adapter: the MCP server (`vaultmem mcp`). Parses arguments, calls `MemoryStore`, returns its dicts."""

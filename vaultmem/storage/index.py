@@ -1,0 +1,851 @@
+"""The derived index under `.vaultmem/index/`: a Whoosh full-text index and a SQLite catalog.
+
+Both are caches of the notes. Whoosh answers "which notes match these words, how well"
+(BM25F over title, content, tags, entities); the catalog holds each note's properties, its
+file fingerprint (mtime, size) and parse errors, so freshness checks, decay scoring, gc and
+promotion never re-read the files. `sync` brings both up to date from the files; a full
+rebuild builds a fresh index beside the old one and swaps it in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import functools
+import heapq
+import json
+import os
+import re
+import shutil
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from vaultmem.base.errors import MalformedNote, QuerySyntaxError
+from vaultmem.base.timeutil import UTC, format_time
+from vaultmem.storage import links as linkmod
+from vaultmem.storage import note as notes
+from vaultmem.storage.vault import Vault, is_conflict_copy
+
+SCHEMA_VERSION = 7  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
+# (forget.py); 6: kind "conflict" for sync-conflict copies (reliability)
+ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
+SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
+PROPS_BOOST = 1.0
+# Labels vaultmem's classifier writes into a saved memory's properties (`store.save`'s
+# enrichment): the same few words on thousands of memories say nothing about this one.
+GENERATED_KEYS = frozenset({"urgency", "domain"})
+_WORDY = re.compile(r"^(?=.*[^\W\d_])(?!\S*\d\S*$)")  # has a letter; not one token with digits (ids, dates)
+NOTE_PREVIEW_CHARS = 4000
+# BM25 with the Anserini/Lucene-for-IR defaults (k1 0.9, b 0.4): memories are short and
+# of very uneven length, and full length normalisation (b 0.75) punishes the long ones that
+# carry the detail. Whoosh's SQR coordination bonus (OrGroup scale) counts field clauses,
+# not words, and measured worse than none, so words are plainly OR-ed (see docs/retrieval.md).
+COORDINATION = 0.0
+FIELD_BOOSTS: dict[str, float] = {}
+BM25_B = 0.4
+BM25_K1 = 0.9
+
+_COLUMNS = (
+    "path", "mtime_ns", "size", "kind", "id", "status", "title", "content", "created",
+    "last_used", "use_count", "strength", "memory_type", "pinned", "tags", "entities",
+    "source", "context", "agent", "props", "error",
+)
+
+
+@dataclasses.dataclass
+class Record:
+    """What the index knows of one file; `error` is set for a malformed note."""
+
+    path: str
+    mtime_ns: int
+    size: int
+    kind: str  # memory | note | block | session | review | conflict | malformed
+    id: str | None = None
+    status: str | None = None
+    title: str = ""
+    content: str = ""
+    created: float | None = None
+    last_used: float | None = None
+    use_count: int = 0
+    strength: float = 1.0
+    memory_type: str | None = None
+    pinned: bool = False
+    tags: list[str] = dataclasses.field(default_factory=list)
+    entities: list[str] = dataclasses.field(default_factory=list)
+    source: str | None = None
+    context: str | None = None
+    agent: str | None = None
+    props: dict[str, Any] = dataclasses.field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def created_dt(self) -> dt.datetime | None:
+        return None if self.created is None else dt.datetime.fromtimestamp(self.created, UTC)
+
+    @property
+    def last_used_dt(self) -> dt.datetime | None:
+        return None if self.last_used is None else dt.datetime.fromtimestamp(self.last_used, UTC)
+
+    def row(self) -> tuple[Any, ...]:
+        values = {c: getattr(self, c) for c in _COLUMNS}  # dataclasses.asdict deep-copies: 4x slower
+        values["tags"] = json.dumps(self.tags, ensure_ascii=False)
+        values["entities"] = json.dumps(self.entities, ensure_ascii=False)
+        try:
+            values["props"] = json.dumps(self.props, ensure_ascii=False, default=_json_default)
+        except (TypeError, ValueError):  # a nested key JSON cannot hold (a date, a list): as text
+            values["props"] = json.dumps(_json_safe(self.props), ensure_ascii=False, default=_json_default)
+        values["pinned"] = int(self.pinned)
+        return tuple(values[c] for c in _COLUMNS)
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> "Record":
+        # Positional, in _COLUMNS order (= field order, checked at import); empty JSON
+        # skipped: a search builds up to 100 of these per query.
+        (path, mtime_ns, size, kind, id_, status, title, content, created, last_used, use_count,
+         strength, memory_type, pinned, tags, entities, source, context, agent, props, error) = row
+        return cls(path, mtime_ns, size, kind, id_, status, title, content, created, last_used, use_count,
+                   strength, memory_type, bool(pinned),
+                   json.loads(tags) if tags and tags != "[]" else [],
+                   json.loads(entities) if entities and entities != "[]" else [],
+                   source, context, agent,
+                   json.loads(props) if props and props != "{}" else {}, error)
+
+
+assert tuple(f.name for f in dataclasses.fields(Record)) == _COLUMNS
+
+# The notes_episodes index, walked up to :span steps either way from a memory's created time.
+# Memories saved at the same instant have no order between them and are not neighbours.
+_SIDE = ("(SELECT json_group_array(json_array(path, created)) FROM (SELECT path, created FROM notes"
+         " WHERE kind = 'memory' AND agent IS n.agent AND source IS n.source AND status IS NOT 'deleted'"
+         " AND created {op} n.created ORDER BY created {order}, path {order} LIMIT :span))")
+_NEIGHBOURS = (
+    f"SELECT n.path, n.created, {_SIDE.format(op='<', order='DESC')}, {_SIDE.format(op='>', order='ASC')}"
+    " FROM json_each(:paths) AS c CROSS JOIN notes n ON n.path = c.value"  # c first: a lookup per path
+    " WHERE n.kind = 'memory' AND n.created IS NOT NULL"
+)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {notes.property_name(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    return str(value)
+
+
+@dataclasses.dataclass
+class SyncReport:
+    """What one sync changed."""
+
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    malformed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    rebuilt: bool = False
+    # memories whose `status` property disagrees with their folder (moved by hand)
+    status_mismatch: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.removed
+
+    def summary(self) -> dict[str, Any]:
+        """indexed / removed / malformed; a malformed note is recorded (so it is not re-read
+        until it changes) but not counted as indexed."""
+        return {"indexed": self.added + self.updated - len(self.malformed), "removed": self.removed,
+                "unchanged": self.unchanged, "malformed": [{"path": p, "reason": r} for p, r in self.malformed]}
+
+
+def read_record(vault: Vault, rel: str, fingerprint: tuple[int, int]) -> Record:
+    """Parse one file into a Record; a broken note becomes a `malformed` record."""
+    mtime_ns, size = fingerprint
+    base = Record(path=rel, mtime_ns=mtime_ns, size=size, kind="malformed")
+    if size > vault.settings.max_note_bytes:
+        base.error = f"file is {size:,} bytes, over max_note_bytes ({vault.settings.max_note_bytes:,}); skipped"
+        return base
+    try:
+        raw = (vault.root / rel).read_bytes()
+    except OSError as exc:
+        base.error = f"cannot read file: {exc.strerror or exc}"
+        return base
+    if b"\x00" in raw[:8192]:
+        base.error = "file contains NUL bytes (binary?); not a markdown note"
+        return base
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        base.error = f"not valid UTF-8 (byte {exc.start}); re-save the note as UTF-8"
+        return base
+    try:
+        return record_from_text(vault, rel, text, fingerprint)
+    except MalformedNote as exc:
+        base.error = exc.reason
+        return base
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError, KeyError, IndexError) as exc:
+        # One bad note is one bad note: a value no rule above foresaw marks this note, never the command.
+        base.error = f"cannot read its properties: {type(exc).__name__}: {notes.first_line(exc)}"
+        return base
+
+
+def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, int]) -> Record:
+    """Build the Record of a note's text. Raises MalformedNote."""
+    split = notes.split_note(text)
+    props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
+    stem = rel.rsplit("/", 1)[-1][:-3]
+    folder_status = vault.status_of(rel)
+    kind = _kind_of(vault, rel, props)
+    rec = Record(path=rel, mtime_ns=fingerprint[0], size=fingerprint[1], kind=kind, title=stem)
+    rec._links = linkmod.note_links(split.frontmatter, props, split.body, split.head.count("\n"))  # type: ignore[attr-defined]
+    rec._aliases = linkmod.aliases_of(props)  # type: ignore[attr-defined]
+    if kind == "note":
+        rec.content = split.body[:NOTE_PREVIEW_CHARS] if len(split.body) > NOTE_PREVIEW_CHARS else split.body
+        rec.tags = [notes.normalise_tag(t) for t in notes.as_list(props.get("tags"))]
+        rec.props = {k: v for k, v in props.items() if k != "tags"}
+        rec._full_text = split.body  # type: ignore[attr-defined]
+        return rec
+    if "id" not in props or props.get("id") in (None, ""):
+        # A note a person dropped into a memory folder: a stable id from its file name.
+        props = dict(props, id=str(uuid.uuid5(ID_NAMESPACE, stem.lower())))
+    default_time = dt.datetime.fromtimestamp(fingerprint[0] / 1e9, UTC).replace(microsecond=0)
+    memory = notes.memory_from_properties(props, split.body, rel, default_time)
+    rec.id = memory.id
+    # A soft-deleted memory (`deleted: true`, see forget.py) keeps its file but leaves search.
+    rec.status = "deleted" if props.get("deleted") is True else (folder_status or memory.status)
+    rec._declared_status = str(props.get("status") or "active")  # type: ignore[attr-defined]
+    rec.content = memory.content
+    rec.created = memory.created.timestamp()
+    rec.last_used = memory.last_used.timestamp()
+    rec.use_count = memory.use_count
+    rec.strength = memory.strength
+    rec.memory_type = memory.memory_type
+    rec.pinned = props.get("pinned") is True
+    rec.tags = memory.tags
+    rec.entities = memory.entities
+    rec.source = memory.source
+    rec.context = memory.context
+    rec.agent = memory.agent
+    rec.props = memory.meta
+    return rec
+
+
+def _note_mismatch(rec: Record, report: SyncReport) -> None:
+    declared = getattr(rec, "_declared_status", None)
+    if rec.kind == "memory" and declared is not None and rec.status not in (declared, "deleted"):
+        report.status_mismatch.append(rec.path)
+
+
+def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
+    s = vault.settings
+    for kind, folder in (("block", s.blocks_dir), ("session", s.sessions_dir), ("review", s.reviews_dir)):
+        if rel.startswith(folder.strip("/") + "/"):
+            return kind
+    if vault.status_of(rel) is not None or props.get("id") not in (None, ""):
+        # A sync client's conflict copy holds the same id as its original: indexing it as a
+        # second memory would duplicate it in search, gc and promotion. `doctor` reports it.
+        return "conflict" if is_conflict_copy(rel) else "memory"
+    return "note"
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _analyzer() -> Any:
+    from vaultmem.storage.analysis import analyzer
+
+    return analyzer()
+
+
+def _schema() -> Any:
+    from whoosh.fields import ID, KEYWORD, TEXT, Schema
+
+    analyzer = _analyzer()
+    return Schema(
+        path=ID(stored=True, unique=True),
+        id=ID(stored=True),
+        kind=ID,
+        status=ID,
+        title=TEXT(analyzer=analyzer, field_boost=1.5),
+        content=TEXT(analyzer=analyzer),
+        tags=KEYWORD(lowercase=True, commas=True, scorable=True, field_boost=1.5),
+        entities=TEXT(analyzer=analyzer, field_boost=1.3),
+        props=TEXT(analyzer=analyzer, field_boost=PROPS_BOOST),
+    )
+
+
+def title_terms(rec: Record) -> str:
+    """The file name as searchable words, unless vaultmem generated it from the content.
+
+    A memory saved by vaultmem is named `<first words>-<short id>`: those words are already
+    in the content, and indexing them again in a short, boosted field makes every note's
+    opening words outrank the rest of its text (measured: -13 recall@5 on LoCoMo). A name a
+    person chose (a vault note, a renamed memory) is a real title and is indexed.
+    """
+    if rec.kind == "memory" and rec.id and rec.title.endswith("-" + rec.id[:8]):
+        generated = rec.title[: -9]
+        if generated == notes.slugify(rec.content) or not generated:
+            return ""
+    return rec.title.replace("-", " ")
+
+
+def property_terms(rec: Record) -> str:
+    """Wordy text values of the properties vaultmem does not own (`speaker: Caroline`, `aliases`).
+
+    Identifiers, dates and numbers are left out: they are not what a person searches for
+    in words, and `D1:3` or `2023-05-08` would only add noise terms. So are the classifier's
+    labels (GENERATED_KEYS: "reference", "general" on thousands of memories would match
+    every one) and wikilinks (`related: "[[other-note]]"` names another note, not this one).
+    """
+    words: list[str] = []
+    for key, value in rec.props.items():
+        if key in GENERATED_KEYS:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and len(item) <= 200 and _WORDY.match(item) and not item.startswith("[["):
+                words.append(item)
+    return " ".join(words)
+
+
+def _document(rec: Record) -> dict[str, Any]:
+    text = getattr(rec, "_full_text", rec.content)
+    return {
+        "path": rec.path,
+        "id": rec.id or "",
+        "kind": rec.kind,
+        "status": rec.status or "",
+        "title": title_terms(rec),
+        "content": text,
+        "tags": ",".join(rec.tags),
+        "entities": " ".join(rec.entities),
+        "props": property_terms(rec),
+    }
+
+
+class Index:
+    """Whoosh + SQLite under `.vaultmem/index/`, kept in step with the vault's files."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.dir = vault.index_dir
+        self._db: sqlite3.Connection | None = None
+        self._ix: Any = None
+        self._opened_ino: int | None = None
+        self._search: Any = None
+        self._search_ix: Any = None
+        self._allowed_cache: dict[str, Any] = {}
+        self._lengths_cache: dict[Any, Any] = {}
+        self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
+        self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
+        # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
+        self.merge_on_commit = True
+
+    # -- opening ----------------------------------------------------------------------------
+    def _current_ino(self) -> int | None:
+        try:
+            return os.stat(self.dir / "catalog.sqlite").st_ino
+        except FileNotFoundError:
+            return None
+
+    def _ready(self) -> bool:
+        return (self.dir / "catalog.sqlite").exists() and (self.dir / "whoosh").is_dir()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        ino = self._current_ino()
+        if self._db is not None and ino != self._opened_ino:
+            self.close()  # another process rebuilt the index: follow it
+        if self._db is None:
+            self._db = _connect(self.dir / "catalog.sqlite")
+            self._opened_ino = ino if ino is not None else self._current_ino()
+        return self._db
+
+    @property
+    def ix(self) -> Any:
+        if self._ix is None or self._current_ino() != self._opened_ino:
+            from whoosh import index as windex
+
+            self.db  # noqa: B018 - follow a rebuild before opening Whoosh
+            try:
+                self._ix = windex.open_dir(str(self.dir / "whoosh"))
+            except Exception as exc:
+                if not _is_index_corruption(exc):
+                    raise
+                self.repair()
+                self.db  # noqa: B018
+                self._ix = windex.open_dir(str(self.dir / "whoosh"))
+        return self._ix
+
+    def repair(self) -> None:
+        """The index files are damaged (a sync client, a disk, a kill): rebuild from the notes."""
+        self.close()
+        with self.vault.lock():
+            self._rebuild_locked(None)
+
+    def close(self) -> None:
+        if self._search is not None:
+            self._search.close()
+        self._search = self._search_ix = None
+        self._allowed_cache, self._lengths_cache, self._segment_docs = {}, {}, {}
+        self._fingerprints = None
+        if self._db is not None:
+            self._db.close()
+        self._db = None
+        self._ix = None
+        self._opened_ino = None
+
+    # -- sync -----------------------------------------------------------------------------
+    def fingerprints(self) -> dict[str, tuple[int, int]]:
+        """path -> (mtime_ns, size) as indexed; cached until any connection writes the catalog."""
+        db = self.db
+        version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
+        if self._fingerprints is None or self._fingerprints[0] != version:
+            rows = db.execute("SELECT path, mtime_ns, size FROM notes")
+            self._fingerprints = (version, {p: (m, s) for p, m, s in rows})
+        return self._fingerprints[1]
+
+    def diff(self, on_disk: dict[str, tuple[int, int]]) -> tuple[list[str], list[str], list[str]]:
+        """(new paths, changed paths, removed paths) between the disk and the catalog."""
+        known = self.fingerprints()
+        if known == on_disk:  # the common case, compared in C
+            return [], [], []
+        new = [p for p in on_disk if p not in known]
+        changed = [p for p, fp in on_disk.items() if p in known and known[p] != fp]
+        removed = [p for p in known if p not in on_disk]
+        return new, changed, removed
+
+    def sync(self, progress: Callable[[Iterable[str], int], Iterator[str]] | None = None) -> SyncReport:
+        """Bring the index up to date with the files (incremental; rebuilds when missing)."""
+        if not self._ready():
+            return self.rebuild(progress)
+        try:
+            on_disk = self.vault.scan()
+            new, changed, removed = self.diff(on_disk)
+        except sqlite3.DatabaseError:
+            return self.rebuild(progress)
+        self.remove_leftovers()
+        if not (new or changed or removed):
+            return SyncReport(unchanged=len(on_disk))
+        with self.vault.lock():
+            on_disk = self.vault.scan()
+            new, changed, removed = self.diff(on_disk)  # another process may have synced
+            report = SyncReport(unchanged=len(on_disk) - len(new) - len(changed))
+            try:
+                self._apply(on_disk, new + changed, removed, report, progress)
+            except Exception as exc:  # a corrupt index: start again from the notes
+                if not _is_index_corruption(exc):
+                    raise
+                self.close()
+                return self._rebuild_locked(progress)
+            report.added, report.updated, report.removed = len(new), len(changed), len(removed)
+        return report
+
+    def remove_leftovers(self) -> list[str]:
+        """Clean up after killed processes: stale temp files the last scan met, a half-built index."""
+        removed = self.vault.remove_stale_temp_files() if self.vault.temp_files else []
+        building = self.dir.with_name("index.building")
+        old = self.dir.with_name("index.old")
+        if building.exists() or old.exists():
+            with self.vault.lock():  # a rebuild in progress holds the lock: these are left over
+                for leftover in (building, old):
+                    if leftover.exists():
+                        shutil.rmtree(leftover, ignore_errors=True)
+                        removed.append(self.vault.rel(leftover) + "/")
+        return removed
+
+    def refresh(self, paths: Iterable[str], removed: Iterable[str] = ()) -> SyncReport:
+        """Re-index specific files right after vaultmem wrote, moved or removed them."""
+        if not self._ready():
+            return self.sync()
+        with self.vault.lock():
+            fingerprints: dict[str, tuple[int, int]] = {}
+            gone = list(removed)
+            for rel in paths:
+                try:
+                    st = os.stat(self.vault.root / rel)
+                    fingerprints[rel] = (st.st_mtime_ns, st.st_size)
+                except FileNotFoundError:
+                    gone.append(rel)
+            report = SyncReport()
+            try:
+                self._apply(fingerprints, list(fingerprints), gone, report, None)
+            except Exception as exc:  # damaged index files: the rebuild reads these notes too
+                if not _is_index_corruption(exc):
+                    raise
+                self.close()
+                return self._rebuild_locked(None)
+            report.updated = len(fingerprints)
+            report.removed = len(gone)
+        return report
+
+    def _apply(self, on_disk: dict[str, tuple[int, int]], paths: list[str], removed: list[str],
+               report: SyncReport, progress: Any) -> None:
+        from whoosh.writing import IndexWriter  # noqa: F401  (import cost paid only on writes)
+
+        records = []
+        iterator = progress(paths, len(paths)) if progress and paths else paths
+        for rel in iterator:
+            rec = read_record(self.vault, rel, on_disk[rel])
+            records.append(rec)
+            if rec.error:
+                report.malformed.append((rel, rec.error))
+            _note_mismatch(rec, report)
+        writer = self.ix.writer(limitmb=128)
+        try:
+            for rel in removed:
+                writer.delete_by_term("path", rel)
+            for rec in records:
+                if rec.kind == "malformed":
+                    writer.delete_by_term("path", rec.path)
+                else:
+                    writer.update_document(**_document(rec))
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit(merge=self.merge_on_commit)
+        db = self.db
+        with db:
+            db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
+            db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})",
+                           [r.row() for r in records])
+            linkmod.store_links(db, removed + [r.path for r in records], records)
+
+    def rebuild(self, progress: Any = None) -> SyncReport:
+        """Recreate the whole index from the notes alone."""
+        with self.vault.lock():
+            return self._rebuild_locked(progress)
+
+    def _rebuild_locked(self, progress: Any) -> SyncReport:
+        from whoosh import index as windex
+
+        self.vault.state_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir.with_name("index.building")
+        old = self.dir.with_name("index.old")
+        for leftover in (tmp, old):
+            shutil.rmtree(leftover, ignore_errors=True)
+        (tmp / "whoosh").mkdir(parents=True)
+        on_disk = self.vault.scan()
+        report = SyncReport(rebuilt=True)
+        ix = windex.create_in(str(tmp / "whoosh"), _schema())
+        db = _connect(tmp / "catalog.sqlite")
+        writer = ix.writer(limitmb=256)
+        rows = []
+        paths = sorted(on_disk)
+        records = self._read_all(paths, on_disk)
+        parsed: list[Record] = []  # kept for their links (records is a one-pass generator)
+        iterator = progress(records, len(paths)) if progress and paths else records
+        for rec in iterator:
+            parsed.append(rec)
+            rel = rec.path
+            if rec.error:
+                report.malformed.append((rel, rec.error))
+            else:
+                writer.add_document(**_document(rec))
+            _note_mismatch(rec, report)
+            rows.append(rec.row())
+        writer.commit()
+        with db:
+            db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
+            linkmod.store_links(db, [], parsed, full=True)
+        db.close()
+        self.close()
+        if self.dir.exists():
+            os.rename(self.dir, old)
+        os.rename(tmp, self.dir)
+        shutil.rmtree(old, ignore_errors=True)
+        report.added = len(rows)
+        return report
+
+    def _read_all(self, paths: list[str], on_disk: dict[str, tuple[int, int]]) -> Iterator[Record]:
+        """Parse notes in order; big vaults parse in worker processes while Whoosh indexes here."""
+        import sys
+        import threading
+
+        workers = min(4, (os.cpu_count() or 1) - 1)
+        # fork is cheap and needs no importable __main__, but is only safe single-threaded on
+        # Linux; elsewhere (threaded servers, macOS) parse here, serially.
+        parallel = (len(paths) >= PARALLEL_PARSE_MIN and workers >= 1 and sys.platform == "linux"
+                    and threading.active_count() == 1)
+        if not parallel:
+            for rel in paths:
+                yield read_record(self.vault, rel, on_disk[rel])
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        chunks = [[(rel, on_disk[rel]) for rel in paths[i:i + 250]] for i in range(0, len(paths), 250)]
+        jobs = ((self.vault.root, self.vault.settings, chunk) for chunk in chunks)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            for batch in pool.map(_read_chunk, jobs):
+                yield from batch
+
+    # -- reading ----------------------------------------------------------------------------
+    def get(self, path: str) -> Record | None:
+        row = self.db.execute(f"SELECT {','.join(_COLUMNS)} FROM notes WHERE path = ?", (path,)).fetchone()
+        return Record.from_row(row) if row else None
+
+    def records(self, where: str = "1", params: Sequence[Any] = ()) -> list[Record]:
+        sql = f"SELECT {','.join(_COLUMNS)} FROM notes WHERE {where}"
+        return [Record.from_row(r) for r in self.db.execute(sql, params)]
+
+    def by_paths(self, paths: Sequence[str]) -> dict[str, Record]:
+        found: dict[str, Record] = {}
+        for marks, chunk in linkmod.in_chunks(paths):
+            found.update((r.path, r) for r in self.records(f"path IN ({marks})", chunk))
+        return found
+
+    def neighbours(self, paths: Sequence[str], span: int = 1) -> list[
+            tuple[str, float, list[tuple[str, float]], list[tuple[str, float]]]]:
+        """(path, created, before, after) for each memory in `paths` that has a created time:
+        up to `span` memories of the same origin (`agent` and `source`) created before it and
+        after it (not at the same instant: those have no order), as (path, created), nearest
+        first (ties by path); soft-deleted memories are gone from their episode. One statement."""
+        out = []
+        for path, created, before, after in self.db.execute(
+                _NEIGHBOURS, {"paths": json.dumps(list(paths)), "span": span}):
+            out.append((path, created,
+                        sorted(map(tuple, json.loads(before)), key=lambda x: (x[1], x[0]), reverse=True),
+                        sorted(map(tuple, json.loads(after)), key=lambda x: (x[1], x[0]))))
+        return out
+
+    def count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
+        return self.db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
+
+    def search(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
+               tags: Sequence[str] = (), limit: int = 100,
+               fields: Sequence[str] = SEARCH_FIELDS) -> tuple[list[tuple[str, float]], bool]:
+        """BM25F matches as (path, relevance), best first, and whether that is every match.
+
+        `fields` narrows where the words are looked for (the duplicate check: content only)."""
+        for attempt in range(5):
+            try:
+                return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit,
+                                         fields=fields)
+            except FileNotFoundError:
+                # A writer (the watcher, another CLI call) committed a new generation and
+                # removed the one this reader was opening: open the new one.
+                if self._search is not None:
+                    with contextlib.suppress(Exception):
+                        self._search.close()
+                self._search = self._search_ix = None
+            except Exception as exc:
+                if not _is_index_corruption(exc):
+                    raise
+                break
+        # Still failing: the files are damaged (a segment a sync client deleted, a garbage TOC).
+        self.repair()
+        return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit, fields=fields)
+
+    def _search_once(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
+                     tags: Sequence[str], limit: int,
+                     fields: Sequence[str] = SEARCH_FIELDS) -> tuple[list[tuple[str, float]], bool]:
+        from vaultmem.storage import bm25
+
+        _check_syntax(text)
+        ix = self.ix
+        text = natural_query(text)
+        searcher = self._searcher()
+        allowed = self._allowed(searcher, kinds, statuses, tags)
+        if not allowed:
+            return [], True
+        words = bm25.plain_words(text)
+        plan = bm25.query_terms(ix.schema, fields, words, _stemmer()) if words is not None else None
+        if plan is not None:  # plain words: BM25F straight off the postings (see bm25.py)
+            terms, n_words = plan
+            scores, masks = bm25.score(searcher, terms, allowed, BM25_B, BM25_K1, self._lengths_cache)
+            share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
+            top = heapq.nsmallest(limit, [(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()])
+            found = [(searcher.stored_fields(doc)["path"], -neg) for neg, doc in top]
+            return found, len(scores) <= limit
+        return self._whoosh_search(searcher, text, allowed, limit, fields)
+
+    def _whoosh_search(self, searcher: Any, text: str, allowed: set[int], limit: int,
+                       fields: Sequence[str] = SEARCH_FIELDS) -> tuple[list[tuple[str, float]], bool]:
+        """Queries with syntax (phrases, operators, fields, wildcards): Whoosh's parser and scorer."""
+        from whoosh import query as Q
+        from whoosh.qparser import MultifieldParser, OrGroup
+
+        group = OrGroup.factory(COORDINATION) if COORDINATION else OrGroup
+        parser = MultifieldParser(list(fields), self.ix.schema, group=group, fieldboosts=FIELD_BOOSTS)
+        parsed = parser.parse(text)
+        if parsed is Q.NullQuery:
+            return [], True
+        hits = searcher.search(parsed, limit=limit, filter=allowed, terms=True)
+        stem = _stemmer()
+        wanted = {stem(t) for f, t in parsed.iter_all_terms() if f in fields}
+        found = []
+        for hit in hits:
+            matched = {stem(t) for f, t in hit.matched_terms()} & wanted
+            found.append((hit["path"], coordinated(float(hit.score), len(matched), len(wanted))))
+        found.sort(key=lambda item: -item[1])
+        return found, len(found) < limit
+
+    def _searcher(self) -> Any:
+        """One searcher per index generation, reopened when a writer (any process) committed."""
+        from vaultmem.storage import bm25
+
+        ix = self.ix
+        if self._search is not None and self._search_ix is ix and self._search.up_to_date():
+            return self._search
+        if self._search is not None and self._search_ix is ix:
+            # A fresh searcher, not refresh(): whoosh3's refresh crashes when the old reader
+            # was an EmptyReader (an index with no segments yet), and it keeps the old segment
+            # readers beside the new ones, so an edited note is found by its old text too.
+            self._search.close()
+        self._search, self._search_ix = ix.searcher(weighting=_weighting()), ix
+        self._allowed_cache, self._lengths_cache = {}, {}
+        bm25.prune(self._segment_docs, self._search)  # forget segments merged away
+        return self._search
+
+    def _allowed(self, searcher: Any, kinds: Sequence[str], statuses: Sequence[str] | None,
+                 tags: Sequence[str]) -> set[int]:
+        """The doc numbers of the given kinds, statuses (None: any) and tags (any of; none:
+        no tag filter), cached per searcher."""
+        from vaultmem.storage import bm25
+
+        filters = [("kind", tuple(kinds))]
+        if statuses:
+            filters.append(("status", tuple(statuses)))
+        if tags:
+            filters.append(("tags", tuple(t.lower() for t in tags)))
+        key = repr(filters)
+        allowed = self._allowed_cache.get(key)
+        if allowed is None:
+            for field, values in filters:
+                docs = bm25.docs_with(searcher, field, values, self._segment_docs)
+                allowed = docs if allowed is None else allowed & docs
+            if len(self._allowed_cache) > 64:
+                self._allowed_cache.clear()
+            self._allowed_cache[key] = allowed
+        return allowed
+
+    def size_bytes(self) -> int:
+        total = 0
+        for folder, _dirs, files in os.walk(self.dir):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    total += os.path.getsize(os.path.join(folder, name))
+        return total
+
+
+COORD_POWER = 2.0
+
+
+def _weighting() -> Any:
+    from whoosh.scoring import BM25F
+
+    return BM25F(B=BM25_B, K1=BM25_K1)
+
+
+def coordinated(bm25: float, matched_words: int, query_words: int) -> float:
+    """BM25F scaled by the share of the query's words a note contains: (m / n) ** 2.
+
+    Plain OR lets a short note with two of three words outrank the note with all three;
+    Whoosh's own coordination bonus is negligible when words are spread over four fields.
+    """
+    if query_words <= 1:
+        return bm25
+    return bm25 * (max(matched_words, 1) / query_words) ** COORD_POWER
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Callable[[Any], str]:
+    """Map a matched term (bytes or str, from any field) to its content-field form."""
+    analyzer = _analyzer()
+
+    @functools.lru_cache(maxsize=20000)
+    def stem(term: Any) -> str:
+        text = term.decode("utf-8", "replace") if isinstance(term, bytes) else str(term)
+        tokens = [t.text for t in analyzer(text)]
+        return tokens[0] if tokens else text.lower()
+
+    return stem
+
+
+PARALLEL_PARSE_MIN = 3000
+
+
+def _read_chunk(job: tuple[Path, Any, list[tuple[str, tuple[int, int]]]]) -> list[Record]:
+    root, settings, items = job
+    vault = Vault(root, settings)
+    return [read_record(vault, rel, fp) for rel, fp in items]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=60)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER,"
+        " kind TEXT, id TEXT, status TEXT, title TEXT, content TEXT, created REAL, last_used REAL,"
+        " use_count INTEGER, strength REAL, memory_type TEXT, pinned INTEGER, tags TEXT,"
+        " entities TEXT, source TEXT, context TEXT, agent TEXT, props TEXT, error TEXT)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS notes_id ON notes(id)")
+    db.execute("CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)")
+    # A memory's neighbours in its episode (episodes.py): same agent and source, next in created order.
+    for old in ("notes_episode", "notes_by_origin"):  # its shapes during its first day in development
+        db.execute(f"DROP INDEX IF EXISTS {old}")
+    db.execute("CREATE INDEX IF NOT EXISTS notes_episodes ON notes(kind, agent, source, created, path, status)")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+    # Each note's outgoing wikilinks as written, and the path each resolves to now (`dst`, NULL
+    # when unresolved); links.store_links re-resolves affected links on every sync.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS links (src TEXT, pos INTEGER, target TEXT, target_key TEXT,"
+        " subpath TEXT, alias TEXT, embed INTEGER, type TEXT, strength REAL, meta TEXT, line INTEGER,"
+        " dst TEXT, PRIMARY KEY (src, pos))"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS links_target ON links(target_key)")
+    db.execute("CREATE INDEX IF NOT EXISTS links_dst ON links(dst)")
+    db.execute("CREATE TABLE IF NOT EXISTS aliases (path TEXT, alias TEXT, PRIMARY KEY (path, alias))")
+    db.execute("CREATE INDEX IF NOT EXISTS aliases_alias ON aliases(alias)")
+    version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if version is None:
+        with db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    elif version[0] != str(SCHEMA_VERSION):
+        db.close()
+        raise sqlite3.DatabaseError(f"index schema {version[0]} != {SCHEMA_VERSION}")
+    return db
+
+
+def _is_index_corruption(exc: BaseException) -> bool:
+    from whoosh.index import IndexError as WhooshIndexError
+
+    return isinstance(exc, (sqlite3.DatabaseError, WhooshIndexError, EOFError, FileNotFoundError))
+
+
+def natural_query(text: str) -> str:
+    """Read a question as words: a `?` ending a word is punctuation, not a wildcard."""
+    return re.sub(r"(?<=\w)\?+(?=[\s\W]|$)|(?<!\w)\?+(?!\w)", " ", text).strip()
+
+
+def _check_syntax(text: str) -> None:
+    """Reject what Whoosh would silently misread, with a message saying how to fix it."""
+    if text.count('"') % 2:
+        raise QuerySyntaxError('unbalanced " in query; close the quote or remove it')
+    depth = 0
+    in_quote = False
+    for ch in text:
+        if ch == '"':
+            in_quote = not in_quote
+        elif not in_quote and ch == "(":
+            depth += 1
+        elif not in_quote and ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise QuerySyntaxError("unbalanced ) in query; remove it or add the matching (")
+    if depth:
+        raise QuerySyntaxError("unbalanced ( in query; close it with ) or remove it")
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else format_time(dt.datetime.fromtimestamp(ts, UTC))

@@ -1,0 +1,448 @@
+"""Wikilinks, typed relations and Obsidian-style link resolution.
+
+Parsing uses markdown-it-py with one extra inline rule (`wikilink`), so code spans, fenced
+and indented code and escaped `\\[[...]]` are skipped exactly as Obsidian renders them.
+
+Typed relations are Dataview inline fields on one line inside a note's `## Relations`
+section; the relation's strength and metadata are parenthesised inline fields after the link:
+
+    ## Relations
+    - supports:: [[api-guidelines-1a2b3c4d]] (strength:: 0.9) (reason:: same project)
+
+Every other wikilink (and a field whose key is not a relation type) is an untyped
+`links_to` edge. Resolution follows Obsidian: a path (`[[folder/note]]`), else the file name
+(case-insensitive, nearest folder first when names clash), else a note's `aliases`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import unicodedata
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from vaultmem.base.errors import InvalidInput
+
+RELATION_TYPES = ("related", "causes", "supports", "contradicts", "has_decision", "consolidated_from")
+UNTYPED = "links_to"
+RELATIONS_HEADING = "Relations"
+# Targets with one of these extensions are attachments (images, PDFs, canvases), not notes.
+ATTACHMENT_EXTENSIONS = frozenset(
+    "png jpg jpeg gif bmp svg webp avif pdf mp3 mp4 webm wav m4a ogg flac mov mkv canvas excalidraw base".split()
+)
+_FIELD = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?([A-Za-z_][\w-]*)::[ \t]*")
+_ATTR = re.compile(r"\(([A-Za-z_][\w-]*)::[ \t]*([^()\n]*?)[ \t]*\)")
+_META_KEY = re.compile(r"^[A-Za-z_][\w-]*$")
+_RESERVED_META = {"strength"}
+
+
+@dataclasses.dataclass
+class Link:
+    """One wikilink in a note; `type` is a relation type or `links_to`."""
+
+    target: str  # the link target without #subpath and |alias, as written
+    subpath: str = ""  # "Heading" or "^block" (without the leading #)
+    alias: str = ""
+    embed: bool = False
+    type: str = UNTYPED
+    strength: float = 1.0
+    metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+    line: int = 0  # 1-based line in the file
+
+    @property
+    def key(self) -> str:
+        return target_key(self.target)
+
+    @property
+    def is_attachment(self) -> bool:
+        return is_attachment(self.target)
+
+
+def target_key(target: str) -> str:
+    """How a link target is looked up: NFC, lowercase, no `.md`, forward slashes, no leading /."""
+    key = _fold(target.strip().replace("\\", "/").lstrip("/"))
+    return key[:-3] if key.endswith(".md") else key
+
+
+def _fold(text: str) -> str:
+    """Case- and normalisation-insensitive form (macOS file names are often NFD: `zoe\u0308`)."""
+    return text.lower() if text.isascii() else unicodedata.normalize("NFC", text).lower()
+
+
+def is_attachment(target: str) -> bool:
+    name = target.rsplit("/", 1)[-1]
+    return "." in name and name.rsplit(".", 1)[-1].lower() in ATTACHMENT_EXTENSIONS
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+
+def _wikilink_rule(state: Any, silent: bool) -> bool:
+    src, pos = state.src, state.pos
+    if src.startswith("![[", pos):
+        start, embed = pos + 3, True
+    elif src.startswith("[[", pos):
+        start, embed = pos + 2, False
+    else:
+        return False
+    end = src.find("]]", start)
+    if end < 0:
+        return False
+    inner = src[start:end]
+    if not inner.strip() or "\n" in inner or "[" in inner:
+        return False
+    if not silent:
+        token = state.push("wikilink", "", 0)
+        token.content = inner
+        token.meta = {"embed": embed, "nl": src.count("\n", 0, pos)}
+    state.pos = end + 2
+    return True
+
+
+_MD: Any = None
+
+
+def _markdown() -> Any:
+    global _MD
+    if _MD is None:
+        from markdown_it import MarkdownIt
+
+        md = MarkdownIt("commonmark")
+        md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+        _MD = md
+    return _MD
+
+
+def split_inner(inner: str) -> tuple[str, str, str]:
+    """`Target#Heading|Alias` -> (target, subpath, alias); `\\|` (inside tables) is a `|`."""
+    inner = inner.replace("\\|", "|")
+    target, _, alias = inner.partition("|")
+    target, _, subpath = target.partition("#")
+    return target.strip(), subpath.strip(), alias.strip()
+
+
+def parse_links(body: str, line_offset: int = 0) -> list[Link]:
+    """Every wikilink and embed in a note body, with relation types from `## Relations`."""
+    if "[[" not in body:
+        return []
+    tokens = _markdown().parse(body)
+    links: list[Link] = []
+    in_relations = False
+    heading_level = 0
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open":
+            heading_level = int(token.tag[1])
+            title = tokens[i + 1].content.strip() if i + 1 < len(tokens) else ""
+            if heading_level <= 2:
+                in_relations = heading_level == 2 and title == RELATIONS_HEADING
+            continue
+        if token.type != "inline" or not token.children:
+            continue
+        found = [c for c in token.children if c.type == "wikilink"]
+        if not found:
+            continue
+        first_line = (token.map[0] if token.map else 0) + 1 + line_offset
+        source_lines = token.content.split("\n")
+        for child in found:
+            target, subpath, alias = split_inner(child.content)
+            links.append(Link(target=target, subpath=subpath, alias=alias, embed=child.meta["embed"],
+                              line=first_line + child.meta["nl"]))
+        if in_relations:
+            _apply_fields(links[-len(found):], found, source_lines)
+    return links
+
+
+_PROPERTY_LINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
+
+
+def property_links(props: Mapping[str, Any], frontmatter: str | None) -> list[Link]:
+    """Links in frontmatter property values (`related: "[[note]]"`, lists too), which Obsidian
+    shows in the graph; a property named like a relation type gives that type."""
+    if not frontmatter or "[[" not in frontmatter:
+        return []
+    lines = frontmatter.splitlines()
+    found: list[Link] = []
+    for key, value in props.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if not isinstance(item, str):
+                continue
+            for match in _PROPERTY_LINK.finditer(item):
+                target, subpath, alias = split_inner(match.group(1))
+                if not target and not subpath:
+                    continue
+                line = next((i + 2 for i, text in enumerate(lines) if match.group(0) in text), 1)
+                found.append(Link(target=target, subpath=subpath, alias=alias, line=line,
+                                  type=key if key in RELATION_TYPES else UNTYPED))
+    return found
+
+
+def note_links(frontmatter: str | None, props: Mapping[str, Any], body: str, body_line_offset: int) -> list[Link]:
+    """Every link of a note: frontmatter properties first, then the body."""
+    return property_links(props, frontmatter) + parse_links(body, body_line_offset)
+
+
+def _apply_fields(links: list[Link], tokens: list[Any], lines: list[str]) -> None:
+    """Type the links of `key:: [[target]] (strength:: x) (k:: v)` lines."""
+    by_line: dict[int, list[Link]] = {}
+    for link, tok in zip(links, tokens):
+        by_line.setdefault(tok.meta["nl"], []).append(link)
+    for nl, line_links in by_line.items():
+        text = lines[nl] if nl < len(lines) else ""
+        field = _FIELD.match(text)
+        if not field or field.group(1) not in RELATION_TYPES:
+            continue
+        attrs_at = text.find("(", field.end())
+        strength, metadata = 1.0, {}
+        for key, value in _ATTR.findall(text[field.end():]):
+            if key == "strength":
+                strength = _strength(value)
+            else:
+                metadata[key] = value
+        typed = line_links
+        if attrs_at >= 0:  # links inside the (key:: value) attributes stay untyped
+            before = text[:attrs_at].count("[[")
+            typed = line_links[:before]
+        for link in typed:
+            link.type, link.strength, link.metadata = field.group(1), strength, dict(metadata)
+
+
+def _strength(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        return 1.0
+    return min(1.0, max(0.0, number)) if math.isfinite(number) else 1.0
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+def validate_relation(relation_type: str, strength: float, metadata: Mapping[str, Any] | None) -> dict[str, str]:
+    """Check a relation's parts; returns the metadata as text values."""
+    if relation_type not in RELATION_TYPES:
+        raise InvalidInput(f"unknown relation type {relation_type!r}; use one of {', '.join(RELATION_TYPES)}")
+    if isinstance(strength, bool) or not isinstance(strength, (int, float)) or not 0.0 <= strength <= 1.0:
+        raise InvalidInput(f"relation strength must be between 0.0 and 1.0, got {strength!r}")
+    clean: dict[str, str] = {}
+    for key, value in (metadata or {}).items():
+        if not isinstance(key, str) or not _META_KEY.match(key):
+            raise InvalidInput(f"metadata key {key!r} must be a word (letters, digits, _ or -)")
+        if key in _RESERVED_META:
+            raise InvalidInput(f"metadata key {key!r} is reserved; pass it with its own option")
+        if isinstance(value, (dict, list, tuple)):
+            raise InvalidInput(f"metadata value for {key!r} must be text or a number, not a {type(value).__name__}")
+        text = json.dumps(value) if isinstance(value, bool) else str(value).strip()
+        if re.search(r"[()\[\]\n\r]|::", text):
+            raise InvalidInput(f"metadata value for {key!r} contains brackets, '::' or a line break; remove them")
+        clean[key] = text
+    return clean
+
+
+def render_relation(relation_type: str, target_name: str, strength: float = 1.0,
+                    metadata: Mapping[str, str] | None = None) -> str:
+    """`- supports:: [[target]] (strength:: 0.9) (reason:: same project)` (strength 1.0 omitted)."""
+    parts = [f"- {relation_type}:: [[{target_name}]]"]
+    if strength != 1.0:
+        parts.append(f"(strength:: {round(float(strength), 4):g})")
+    parts.extend(f"({k}:: {v})" for k, v in (metadata or {}).items())
+    return " ".join(parts)
+
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
+
+
+def set_relation(body: str, line: str, relation_type: str, target_keys: Iterable[str], newline: str = "\n") -> str:
+    """The body with `line` in its `## Relations` section, replacing an existing line of the
+    same type and target (its keys), else appended to the section (created at the end).
+    Every other byte of the body is kept."""
+    keys = set(target_keys)
+    lines = body.splitlines(keepends=True)
+    start = end = None
+    fence: str | None = None
+    for i, raw in enumerate(lines):
+        text = raw.rstrip("\r\n")
+        stripped = text.lstrip()
+        if fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+            continue
+        if stripped.startswith(("```", "~~~")) and len(text) - len(stripped) < 4:
+            fence = stripped[:3]
+            continue
+        match = _HEADING.match(text)
+        if not match or len(match.group(1)) > 2:
+            continue
+        if start is not None and end is None:
+            end = i
+        if start is None and len(match.group(1)) == 2 and match.group(2) == RELATIONS_HEADING:
+            start = i
+    if fence is not None and start is None:
+        raise ValueError(f"the note has an unclosed {fence} code block; close it so the relation is not hidden in code")
+    if start is not None:
+        end = len(lines) if end is None else end
+        for i in range(start + 1, end):
+            field = _FIELD.match(lines[i])
+            if field and field.group(1) == relation_type:
+                found = parse_links(lines[i])
+                if found and found[0].key in keys:
+                    ending = lines[i][len(lines[i].rstrip("\r\n")):] or newline
+                    return "".join(lines[:i] + [line + ending] + lines[i + 1:])
+        last = start
+        for i in range(start + 1, end):
+            if lines[i].strip():
+                last = i
+        if not lines[last].endswith(("\n", "\r")):
+            lines[last] += newline
+        lines.insert(last + 1, line + newline)
+        return "".join(lines)
+    text = body
+    if text and not text.endswith(("\n", "\r")):
+        text += newline
+    if text.strip():
+        text += newline if not text.endswith(newline * 2) else ""
+    return f"{text}## {RELATIONS_HEADING}{newline}{line}{newline}"
+
+
+# -- resolution -------------------------------------------------------------------------------
+
+
+class Resolver:
+    """Obsidian's link resolution over a set of note paths and their aliases."""
+
+    def __init__(self, paths: Iterable[str], aliases: Iterable[tuple[str, str]] = ()) -> None:
+        self.by_path: dict[str, str] = {}
+        self.by_name: dict[str, list[str]] = {}
+        for path in paths:
+            low = _fold(path[:-3] if path.endswith(".md") else path)
+            self.by_path[low] = path
+            self.by_name.setdefault(low.rsplit("/", 1)[-1], []).append(path)
+        self.by_alias: dict[str, list[str]] = {}
+        for path, alias in aliases:
+            self.by_alias.setdefault(alias, []).append(path)
+
+    def resolve(self, key: str, source: str = "") -> str | None:
+        """The path a lowercase target key points to from `source`, or None (unresolved)."""
+        if not key:
+            return source or None  # [[#Heading]] links to its own note
+        if "/" in key:
+            hit = self.by_path.get(key)
+            if hit:
+                return hit
+            candidates = [p for p in self.by_name.get(key.rsplit("/", 1)[-1], ())
+                          if _fold(p[:-3]).endswith("/" + key)]
+            return _nearest(candidates, source)
+        candidates = self.by_name.get(key)
+        if candidates:
+            return candidates[0] if len(candidates) == 1 else _nearest(candidates, source)
+        return _nearest(self.by_alias.get(key, []), source)
+
+
+def keys_for(path: str, aliases: Sequence[str] = ()) -> set[str]:
+    """The target keys that can point at `path` (name, path, path suffixes, aliases)."""
+    low = _fold(path[:-3] if path.endswith(".md") else path)
+    parts = low.split("/")
+    keys = {"/".join(parts[i:]) for i in range(len(parts))}
+    keys.update(_fold(a) for a in aliases)
+    return keys
+
+
+def _nearest(candidates: Sequence[str], source: str) -> str | None:
+    """When names clash: same folder as the source first, then the shortest path."""
+    if not candidates:
+        return None
+    folder = source.rsplit("/", 1)[0] if "/" in source else ""
+    return sorted(candidates, key=lambda p: ((p.rsplit("/", 1)[0] if "/" in p else "") != folder,
+                                             p.count("/"), p))[0]
+
+
+def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: bool = False) -> None:
+    """Replace the `links`/`aliases` rows of re-read (`records`) and removed (`stale`) notes and
+    re-resolve every stored link whose target may now point elsewhere: links whose key names a
+    removed, added or renamed note or alias. Runs inside the caller's transaction, after the
+    notes table is up to date. `full` resolves every link (a rebuild)."""
+    affected: set[str] = set()
+    for path in stale:
+        old_aliases = [a for (a,) in db.execute("SELECT alias FROM aliases WHERE path = ?", (path,))]
+        affected |= keys_for(path, old_aliases)
+    db.executemany("DELETE FROM links WHERE src = ?", [(p,) for p in stale])
+    db.executemany("DELETE FROM aliases WHERE path = ?", [(p,) for p in stale])
+    link_rows, alias_rows = [], []
+    for rec in records:
+        for pos, link in enumerate(getattr(rec, "_links", ())):
+            link_rows.append((rec.path, pos, link.target, link.key, link.subpath, link.alias, int(link.embed),
+                              link.type, link.strength,
+                              json.dumps(link.metadata, ensure_ascii=False) if link.metadata else None, link.line))
+        aliases = getattr(rec, "_aliases", ())
+        alias_rows.extend((rec.path, alias) for alias in aliases)
+        affected |= keys_for(rec.path, aliases)
+    db.executemany("INSERT OR REPLACE INTO links (src, pos, target, target_key, subpath, alias, embed, type,"
+                   " strength, meta, line) VALUES (?,?,?,?,?,?,?,?,?,?,?)", link_rows)
+    db.executemany("INSERT OR IGNORE INTO aliases VALUES (?,?)", alias_rows)
+    if not full and not link_rows and not affected:
+        return
+    if full:
+        todo = db.execute("SELECT rowid, src, target, target_key, dst FROM links").fetchall()
+    else:
+        todo = []
+        srcs = sorted({rec.path for rec in records})
+        keys = sorted(affected)
+        for column, values in (("src", srcs), ("target_key", keys)):
+            for marks, chunk in in_chunks(values):
+                todo += db.execute(f"SELECT rowid, src, target, target_key, dst FROM links WHERE {column} IN"
+                                   f" ({marks})", chunk).fetchall()
+    if not todo:  # the common save: a note nothing links to, with no links of its own
+        return
+    # Built only now: over every note path, it is most of a one-note commit at 100,000 notes.
+    resolver = Resolver([p for (p,) in db.execute("SELECT path FROM notes")],
+                        db.execute("SELECT path, alias FROM aliases").fetchall())
+    updates = []
+    for rowid, src, target, key, dst in todo:
+        new = None if is_attachment(target) else resolver.resolve(key, src)
+        if new != dst or full:
+            updates.append((new, rowid))
+    db.executemany("UPDATE links SET dst = ? WHERE rowid = ?", updates)
+
+
+IN_CHUNK = 512  # parameters per `IN (?, ...)` statement
+# `x IN (JSON_VALUES)` with json.dumps(values) as the one parameter: one statement text for
+# any number of values, for lists that are short and need no chunking (ids of one result page).
+JSON_VALUES = "SELECT value FROM json_each(?)"
+
+
+def pad_params(chunk: Sequence[Any]) -> list[Any]:
+    """`chunk` repeated at its end up to a power of two, for an `IN (?, ...)` list.
+
+    sqlite3 caches every distinct statement text a connection runs (up to 128), each
+    compiled with ~240 bytes per parameter; one `IN` statement per batch size filled that
+    cache batch after batch in the long-lived watcher (+4 MiB over 20,000 events). Ten
+    shapes (1, 2, 4 ... 512) stay cached once; a repeated value changes nothing an IN matches.
+    """
+    chunk = list(chunk)
+    if chunk:
+        chunk += chunk[-1:] * ((1 << (len(chunk) - 1).bit_length()) - len(chunk))
+    return chunk
+
+
+def in_chunks(values: Sequence[Any]) -> Iterator[tuple[str, list[Any]]]:
+    """`values` as (`?,?,...` placeholders, parameters) for `IN (...)` statements: at most
+    IN_CHUNK each, padded by `pad_params`."""
+    for i in range(0, len(values), IN_CHUNK):
+        chunk = pad_params(values[i:i + IN_CHUNK])
+        yield ",".join("?" * len(chunk)), chunk
+
+
+def aliases_of(props: Mapping[str, Any]) -> list[str]:
+    """A note's `aliases` (Obsidian also accepts the older `alias`) as lowercase keys."""
+    found: list[str] = []
+    for name in ("aliases", "alias"):
+        value = props.get(name)
+        items = value if isinstance(value, (list, tuple)) else ([value] if value else [])
+        for item in items:
+            if item is not None and str(item).strip():
+                key = _fold(str(item).strip())
+                if key not in found:
+                    found.append(key)
+    return found

@@ -1,0 +1,460 @@
+"""The memory record and its markdown codec.
+
+Reading uses python-frontmatter's YAML handler (libyaml when available). Writing never
+re-serialises the whole frontmatter: `update_frontmatter` replaces only the lines of the
+keys it changes, so comments, quoting, key order, flow lists and keys vaultmem does not own
+survive byte for byte, and a one-key change is a one-line diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import functools
+import json
+import math
+import re
+import unicodedata
+from typing import Any, Iterable, Mapping
+
+from vaultmem.base.errors import MalformedNote
+from vaultmem.base.timeutil import format_time, parse_time
+
+# Properties vaultmem owns; everything else in a note belongs to the person.
+OWNED_KEYS = (
+    "id", "created", "last_used", "use_count", "strength", "status", "memory_type",
+    "tags", "entities", "source", "context", "agent",
+)
+STATUSES = ("active", "promoted", "archived")
+
+_FENCE = re.compile(r"^(---|\.\.\.)[ \t]*$")
+_KEY_LINE = re.compile(r"""^(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^\s#'"\-?:,\[\]{}&*!|>%@`][^:]*?))[ \t]*:(?:[ \t]|$)""")
+
+
+@dataclasses.dataclass
+class SplitNote:
+    """A note's text cut into its parts, with enough detail to write it back exactly."""
+
+    bom: str
+    newline: str
+    frontmatter: str | None  # the YAML between the fences, None when the note has none
+    head: str  # everything up to and including the closing fence line
+    body: str
+
+
+def split_note(text: str) -> SplitNote:
+    """Cut a note into BOM, frontmatter text and body. Raises MalformedNote(reason)."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    rest = text[len(bom):]
+    newline = "\r\n" if "\r\n" in rest[:4096] else "\n"
+    lines = rest.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n").rstrip() != "---":
+        return SplitNote(bom, newline, None, bom, rest)
+    for i in range(1, len(lines)):
+        if _FENCE.match(lines[i].rstrip("\r\n")):
+            head = bom + "".join(lines[: i + 1])
+            return SplitNote(bom, newline, "".join(lines[1:i]), head, "".join(lines[i + 1:]))
+    raise MalformedNote("", "frontmatter starts with --- but has no closing --- line")
+
+
+def load_yaml(frontmatter: str) -> dict[str, Any]:
+    """Parse frontmatter YAML into a dict. Raises MalformedNote(reason)."""
+    import yaml
+    from frontmatter.default_handlers import YAMLHandler
+
+    if "\t" in frontmatter and re.search(r"^\t", frontmatter, re.M):
+        raise MalformedNote("", "frontmatter indents with a tab; YAML needs spaces")
+    try:
+        data = YAMLHandler().load(frontmatter)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        raise MalformedNote("", f"invalid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise MalformedNote("", "invalid YAML: nested too deeply") from None
+    except (ValueError, TypeError, AttributeError, OverflowError, IndexError, KeyError) as exc:
+        # PyYAML's constructors raise these for a well-formed node with an impossible value:
+        # `2026-02-30`, `!!float 'abc'`, `!!timestamp 'x'`, an unhashable key.
+        problem = "a !!timestamp value that is no date or time" if isinstance(exc, AttributeError) else first_line(exc)
+        raise MalformedNote("", f"invalid YAML value: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise MalformedNote("", f"frontmatter is a {type(data).__name__}, not a mapping of properties")
+    _check_shape(data)
+    duplicate = _duplicate_key(frontmatter)
+    if duplicate:
+        raise MalformedNote("", f"property {duplicate!r} appears twice in the frontmatter")
+    if not all(type(k) is str for k in data):
+        # `2026-01-01: x` or `1: x`: Obsidian shows the key as text; so does every reader here.
+        data = {property_name(k): v for k, v in data.items()}
+    return data
+
+
+def property_name(key: Any) -> str:
+    """A property key as the text Obsidian shows: `2026-01-01`, `1`, `true`, `null`."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, (dt.date, dt.datetime)):
+        return key.isoformat()
+    if key is None or isinstance(key, bool):
+        return {None: "null", True: "true", False: "false"}[key]
+    return str(key)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+MAX_YAML_DEPTH = 64
+MAX_YAML_VALUES = 100_000
+
+
+def _check_shape(data: Any) -> None:
+    """Refuse frontmatter that nests absurdly deep or expands (through YAML aliases) into a
+    huge structure: both would exhaust the stack or memory of whatever reads it next."""
+    budget = MAX_YAML_VALUES
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise MalformedNote("", f"frontmatter expands to more than {MAX_YAML_VALUES:,} values (YAML aliases?)")
+        if depth > MAX_YAML_DEPTH:
+            raise MalformedNote("", f"frontmatter nests more than {MAX_YAML_DEPTH} levels deep")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+            stack.extend((k, depth + 1) for k in value if isinstance(k, (tuple, frozenset)))
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def _duplicate_key(frontmatter: str) -> str | None:
+    seen: set[str] = set()
+    for line in frontmatter.splitlines():
+        key = _top_key(line)
+        if key is None:
+            continue
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
+
+
+def _top_key(line: str) -> str | None:
+    """The key a top-level `key: value` line defines, or None."""
+    if not line or line[0] in " \t#-[{?":
+        return None
+    match = _KEY_LINE.match(line)
+    if not match:
+        return None
+    if match.group(1) is not None:
+        try:
+            return json.loads('"' + match.group(1) + '"')
+        except ValueError:  # a YAML escape JSON lacks (`\x41`, `\e`): the raw text names it
+            return match.group(1)
+    if match.group(2) is not None:
+        return match.group(2).replace("''", "'")
+    return match.group(3).rstrip()
+
+
+# ---------------------------------------------------------------------------------------
+# Writing: surgical edits of the frontmatter text
+
+
+_PLAIN_SAFE_PATTERN = r"^[A-Za-z0-9_\u00c0-\uffff][\w .,/@+()\u00c0-\uffff-]*$"
+_YAML_SPECIAL = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+
+
+def yaml_scalar(value: Any) -> str:
+    """One YAML scalar that reads back as exactly `value`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot store {value!r} in a note")
+        text = repr(round(value, 6))
+        if "e" in text and "." not in text.split("e")[0]:
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}.0e{exponent}"  # YAML 1.1 reads 1e-05 as text, 1.0e-05 as a float
+        return text
+    if isinstance(value, dt.datetime):
+        return format_time(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    text = str(value)
+    if (
+        _compiled("plain", _PLAIN_SAFE_PATTERN).match(text)
+        and text.lower() not in _YAML_SPECIAL
+        and not text.endswith((" ", ":"))
+        and ": " not in text
+        and " #" not in text
+        and _reads_back_as_text(text)
+    ):
+        return text
+    escaped = json.dumps(text, ensure_ascii=False)
+    return _compiled("nonprint", _NON_PRINTABLE_PATTERN).sub(lambda m: f"\\u{ord(m.group()):04x}", escaped)
+
+
+# Characters YAML forbids even inside quotes (plus ones readers treat specially): escape them.
+_NON_PRINTABLE_PATTERN = ("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]")
+
+
+def _reads_back_as_text(text: str) -> bool:
+    """True when YAML reads `text` unquoted as that same string (not a number, date, bool)."""
+    import yaml
+
+    if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?|0[xo][0-9a-fA-F]+", text):
+        return False  # YAML 1.2 (Obsidian) reads these as numbers even where PyYAML does not
+    try:
+        return yaml.load(f"k: {text}\n", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) == {"k": text}
+    except yaml.YAMLError:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(_name: str, pattern: str) -> re.Pattern[str]:
+    """Compile the big Unicode classes on first write, not on every start-up."""
+    return re.compile(pattern)
+
+
+def yaml_key(key: str) -> str:
+    plain = re.fullmatch(r"[A-Za-z_][\w.-]*", key) and key.lower() not in _YAML_SPECIAL
+    return key if plain else json.dumps(key, ensure_ascii=False)
+
+
+def render_property(key: str, value: Any, newline: str = "\n", flow: bool = False) -> str:
+    """Obsidian's style: block lists indented two spaces, `key: []` when empty."""
+    head = yaml_key(key) + ":"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return f"{head} []{newline}"
+        if flow:
+            return f"{head} [{', '.join(yaml_scalar(v) for v in value)}]{newline}"
+        return head + newline + "".join(f"  - {yaml_scalar(v)}{newline}" for v in value)
+    if isinstance(value, Mapping):
+        raise ValueError(f"property {key!r} must be flat (Obsidian cannot edit nested maps)")
+    return f"{head} {yaml_scalar(value)}{newline}"
+
+
+def _key_spans(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """For each top-level key, the [start, end) line range its value occupies."""
+    spans: dict[str, tuple[int, int]] = {}
+    current: str | None = None
+    start = 0
+    last_content = 0
+    for i, line in enumerate(lines):
+        bare = line.rstrip("\r\n")
+        key = _top_key(bare)
+        is_continuation = bare == "" or bare[0] in " \t" or bare == "-" or bare.startswith(("- ", "-\t"))
+        if key is not None or (not is_continuation):
+            if current is not None:
+                spans[current] = (start, last_content + 1)
+            current, start = key, i
+            last_content = i
+        elif bare.strip():
+            last_content = i
+    if current is not None:
+        spans[current] = (start, last_content + 1)
+    return spans
+
+
+def update_frontmatter(text: str, changes: Mapping[str, Any], remove: Iterable[str] = ()) -> str:
+    """Set `changes` and drop `remove` in a note's frontmatter, touching no other byte."""
+    split = split_note(text)
+    nl = split.newline
+    if split.frontmatter is None:
+        block = "".join(render_property(k, v, nl) for k, v in changes.items())
+        return f"{split.bom}---{nl}{block}---{nl}{split.body}"
+    lines = split.frontmatter.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += nl
+    spans = _key_spans(lines)
+    replacements: dict[int, tuple[int, str]] = {}
+    appended: list[str] = []
+    for key, value in changes.items():
+        if key in spans:
+            start, end = spans[key]
+            old = "".join(lines[start:end])
+            flow = isinstance(value, (list, tuple)) and bool(re.search(r":[ \t]*\[", lines[start]))
+            replacements[start] = (end, render_property(key, value, nl, flow=flow))
+            if old == replacements[start][1]:
+                del replacements[start]
+        else:
+            appended.append(render_property(key, value, nl))
+    for key in remove:
+        if key in spans:
+            start, end = spans[key]
+            replacements[start] = (end, "")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if i in replacements:
+            end, new = replacements[i]
+            out.append(new)
+            i = end
+        else:
+            out.append(lines[i])
+            i += 1
+    out.extend(appended)
+    fence_open = split.head[len(split.bom):].splitlines(keepends=True)[0]
+    fence_close = split.head.splitlines(keepends=True)[-1]
+    return split.bom + fence_open + "".join(out) + fence_close + split.body
+
+
+# ---------------------------------------------------------------------------------------
+# The record
+
+
+@dataclasses.dataclass
+class Memory:
+    """One memory as vaultmem sees it; `meta` holds every property it does not own."""
+
+    id: str
+    content: str
+    created: dt.datetime
+    last_used: dt.datetime
+    use_count: int = 0
+    strength: float = 1.0
+    status: str = "active"
+    tags: list[str] = dataclasses.field(default_factory=list)
+    entities: list[str] = dataclasses.field(default_factory=list)
+    source: str | None = None
+    context: str | None = None
+    memory_type: str | None = None
+    agent: str | None = None
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    path: str = ""
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:8]
+
+    def frontmatter(self) -> dict[str, Any]:
+        """Properties in DESIGN.md order; empty optional ones are left out."""
+        props: dict[str, Any] = {
+            "id": self.id,
+            "created": self.created,
+            "last_used": self.last_used,
+            "use_count": self.use_count,
+            "strength": self.strength,
+            "status": self.status,
+        }
+        if self.memory_type:
+            props["memory_type"] = self.memory_type
+        props["tags"] = list(self.tags)
+        props["entities"] = list(self.entities)
+        if self.source:
+            props["source"] = self.source
+        if self.context:
+            props["context"] = self.context
+        if self.agent:
+            props["agent"] = self.agent
+        props.update(self.meta)
+        return props
+
+
+def as_list(value: Any) -> list[str]:
+    """A list property as strings; Obsidian also accepts a single value or comma text."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if v is not None and str(v).strip()]
+    text = str(value).strip()
+    if not text:
+        return []
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def normalise_tag(tag: str) -> str:
+    """Obsidian tags: no leading #, no spaces (a space ends a tag), case kept."""
+    tag = tag.strip().lstrip("#").strip()
+    return re.sub(r"\s+", "-", tag)
+
+
+MAX_COUNT = 2**63 - 1  # the index stores counts as SQLite integers
+
+
+def as_number(value: Any, default: float) -> float:
+    if isinstance(value, bool) or value is None:
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return number if math.isfinite(number) else default
+
+
+def memory_from_properties(props: Mapping[str, Any], body: str, path: str,
+                           default_time: dt.datetime) -> Memory:
+    """Build a Memory from parsed properties, tolerant of what a person may have typed."""
+    created = parse_time(props.get("created")) or default_time
+    last_used = parse_time(props.get("last_used")) or created
+    meta = {k: v for k, v in props.items() if k not in OWNED_KEYS}
+    status = str(props.get("status") or "active")
+    return Memory(
+        id=str(props["id"]),
+        content=strip_relations(body).strip(),
+        created=created,
+        last_used=last_used,
+        use_count=min(MAX_COUNT, max(0, int(as_number(props.get("use_count"), 0)))),
+        strength=as_number(props.get("strength"), 1.0),
+        status=status,
+        tags=[normalise_tag(t) for t in as_list(props.get("tags"))],
+        entities=as_list(props.get("entities")),
+        source=_opt_str(props.get("source")),
+        context=_opt_str(props.get("context")),
+        memory_type=_opt_str(props.get("memory_type")),
+        agent=_opt_str(props.get("agent")),
+        meta=meta,
+        path=path,
+    )
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    return str(value)
+
+
+_RELATIONS_HEADING = re.compile(r"^##[ \t]+Relations[ \t]*$", re.M)
+
+
+def strip_relations(body: str) -> str:
+    """The memory's text without its trailing `## Relations` section."""
+    match = _RELATIONS_HEADING.search(body)
+    return body[: match.start()] if match else body
+
+
+def render_note(template: str, memory: Memory, relations: str = "") -> str:
+    """A new note from the template: `{{frontmatter}}`, `{{content}}`, `{{relations}}`."""
+    props = "".join(render_property(k, v) for k, v in memory.frontmatter().items())
+    # One pass over the template only: a value that contains `{{content}}` or a memory
+    # that mentions `{{relations}}` is text, never a placeholder. Blank-line runs are
+    # tidied in the template's text, never inside the memory's own content.
+    sentinel = "\x00content\x00"  # content never holds a NUL (validate_content)
+    values = {"frontmatter": props.rstrip("\n"), "content": sentinel, "relations": relations.strip()}
+    text = re.sub(r"\{\{(frontmatter|content|relations)\}\}", lambda m: values[m.group(1)], template)
+    text = re.sub(r"\n{3,}", "\n\n", text).rstrip("\n") + "\n"
+    content = memory.content.strip()
+    return text.replace(sentinel, content)
+
+
+def slugify(text: str, max_words: int = 6, max_chars: int = 48) -> str:
+    """File-name slug of the first words: lowercase, hyphens, letters of any script."""
+    text = unicodedata.normalize("NFKC", text)
+    text = re.sub(r"\[\[([^\]|#]*)(?:[^\]]*)\]\]", r"\1", text)  # wikilinks -> their target
+    words = re.findall(r"[^\W_]+", text.lower())
+    slug = ""
+    for word in words[:max_words]:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > max_chars:
+            break
+        slug = candidate
+    return slug or (words[0][:max_chars] if words else "memory")

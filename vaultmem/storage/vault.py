@@ -1,0 +1,320 @@
+"""The vault on disk: layout, scanning, atomic writes, moves, the advisory lock."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from vaultmem.base.config import SKIP_DIRS, TMP_MARK, Settings
+from vaultmem.base.errors import InvalidInput, VaultmemError
+
+# Folders Obsidian, sync clients and vaultmem own; never scanned as notes.
+LOCK_TIMEOUT = 60.0
+# A temp file whose writer is gone (or, from another host, older than this) is removed by sync.
+STALE_TMP_SECONDS = 60.0
+_TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)-")
+
+# `.gitignore` written into .vaultmem/: the index is derived and never worth committing.
+_GITIGNORE = "# derived from the notes by `vaultmem index rebuild`\nindex/\nlock\nstate/\n"
+
+_CONFIG_TEMPLATE = """\
+# vaultmem settings for this vault (all optional; see `vaultmem config`).
+# decay_model: power_law        # power_law | exponential | two_component | actr
+# pl_halflife_days: 3.0
+# forget_threshold: 0.05
+# promote_threshold: 0.65
+"""
+
+
+class Vault:
+    """One Obsidian vault: where notes live and how vaultmem touches them safely."""
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.root = Path(root).absolute()
+        self.settings = settings
+        self.state_dir = self.root / ".vaultmem"
+        self.index_dir = self.state_dir / "index"
+        self._lock: Any = None
+        self.temp_files: list[str] = []  # temp files of interrupted writes the last scan met
+
+    # -- layout ---------------------------------------------------------------------------
+    @property
+    def memory_dirs(self) -> dict[str, str]:
+        """Status -> folder (relative, POSIX) for the three lifecycle folders."""
+        s = self.settings
+        return {"active": s.stm_dir.strip("/"), "promoted": s.ltm_dir.strip("/"),
+                "archived": s.archive_dir.strip("/")}
+
+    def layout(self) -> list[str]:
+        s = self.settings
+        return [s.stm_dir, s.ltm_dir, s.archive_dir, s.blocks_dir, s.sessions_dir, s.reviews_dir]
+
+    def exists(self) -> bool:
+        return self.state_dir.is_dir()
+
+    def init(self) -> list[str]:
+        """Create the layout; idempotent. Returns the folders and files it created."""
+        if self.root.exists() and not self.root.is_dir():
+            raise InvalidInput(f"{self.root} is a file, not a folder; choose another --vault")
+        created: list[str] = []
+        for rel in [*self.layout(), ".vaultmem", ".vaultmem/index"]:
+            path = self.root / rel
+            if not path.is_dir():
+                path.mkdir(parents=True, exist_ok=True)
+                created.append(rel.strip("/") + "/")
+        for rel, text in ((".vaultmem/.gitignore", _GITIGNORE), (".vaultmem/config.yaml", _CONFIG_TEMPLATE)):
+            path = self.root / rel
+            if not path.exists():
+                self.write_text(path, text)
+                created.append(rel)
+        return created
+
+    def require(self) -> None:
+        """Fail clearly when the vault has not been initialised."""
+        if not self.root.is_dir():
+            raise VaultmemError(f"vault {self.root} does not exist; run `vaultmem init {self.root}` first")
+        if not self.exists():
+            raise VaultmemError(f"{self.root} is not a vaultmem vault yet; run `vaultmem init {self.root}` first")
+
+    def status_of(self, rel: str) -> str | None:
+        """The lifecycle status a file's folder implies, or None outside memory folders."""
+        for status, folder in self.memory_dirs.items():
+            if rel.startswith(folder + "/") and "/" not in rel[len(folder) + 1:]:
+                return status
+        return None
+
+    def is_memory_area(self, rel: str) -> bool:
+        memory_root = os.path.commonpath([d for d in self.memory_dirs.values()])
+        return bool(memory_root) and rel.startswith(memory_root.rstrip("/") + "/")
+
+    # -- paths ----------------------------------------------------------------------------
+    def rel(self, path: Path | str) -> str:
+        return Path(path).absolute().relative_to(self.root).as_posix()
+
+    def abs(self, rel: str) -> Path:
+        """The absolute path of a vault-relative path, refusing anything that escapes."""
+        if "\x00" in rel:
+            raise InvalidInput("path contains a NUL byte; pass a plain vault-relative path")
+        candidate = (self.root / rel)
+        if os.path.isabs(rel) or ".." in Path(rel).parts:
+            raise InvalidInput(f"path {rel!r} is outside the vault; pass a vault-relative path")
+        resolved = candidate.resolve()
+        root = self.root.resolve()
+        if resolved != root and root not in resolved.parents:
+            raise InvalidInput(f"path {rel!r} leads outside the vault (symlink?); refusing it")
+        return candidate
+
+    # -- scanning -------------------------------------------------------------------------
+    def scan(self) -> dict[str, tuple[int, int]]:
+        """Every markdown note: vault-relative path -> (mtime_ns, size).
+
+        Temp files of interrupted writes met on the way are kept in `self.temp_files`.
+        """
+        found: dict[str, tuple[int, int]] = {}
+        temp: list[str] = []
+        root = str(self.root)
+        prefix_len = len(root) + 1
+        stack = [root]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = os.scandir(folder)
+            except OSError:
+                continue
+            with entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith("."):
+                        if TMP_MARK in name:
+                            temp.append(entry.path)
+                        continue
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if name not in SKIP_DIRS:
+                                stack.append(entry.path)
+                        elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                            st = entry.stat(follow_symlinks=False)
+                            found[entry.path[prefix_len:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
+                    except OSError:
+                        continue
+        for folder in (self.state_dir, self.state_dir / "state"):  # skipped by the walk above
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                temp.extend(e.path for e in entries if TMP_MARK in e.name)
+        self.temp_files = temp
+        return found
+
+    def stray_temp_files(self) -> list[Path]:
+        """Temp files a killed vaultmem process left behind (a full walk; for tests and doctor)."""
+        return [p for p in self.root.rglob(f".*{TMP_MARK}*") if ".obsidian" not in p.parts]
+
+    def remove_stale_temp_files(self, paths: list[str] | None = None, now: float | None = None) -> list[str]:
+        """Delete temp files whose writer died (pid gone) or that are older than a minute.
+
+        A temp file is never a note: it is the unfinished copy of a write that did not reach
+        `os.replace`, so removing it loses nothing. Returns the vault-relative paths removed.
+        """
+        import time
+
+        now = time.time() if now is None else now
+        removed: list[str] = []
+        for path in self.temp_files if paths is None else paths:
+            name = os.path.basename(path)
+            match = _TMP_PID.search(name)
+            try:
+                age = now - os.stat(path, follow_symlinks=False).st_mtime
+            except OSError:
+                continue
+            if not (age > STALE_TMP_SECONDS or (match and not _pid_alive(int(match.group(1))))):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(self.rel(path))
+        return removed
+
+    def _temp_prefix(self, path: Path) -> str:
+        return f".{path.name[:60]}{TMP_MARK}{os.getpid()}-"
+
+    # -- writing --------------------------------------------------------------------------
+    def write_text(self, path: Path, text: str) -> None:
+        """Atomic write: a temp file in the same folder, fsync, then os.replace."""
+        import tempfile
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(path), dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+            except FileNotFoundError:
+                os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    def create_exclusive(self, path: Path, text: str) -> None:
+        """Write a new note, never replacing an existing file of that name."""
+        import tempfile
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(path), dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o644)
+            os.link(tmp, path)  # fails if the name is taken: no clobbering
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def move(self, src_rel: str, dst_folder: str) -> str:
+        """Move a note to another folder keeping its file name; returns the new path."""
+        src = self.abs(src_rel)
+        dst = self.abs(f"{dst_folder.strip('/')}/{src.name}")
+        if dst.exists():
+            raise VaultmemError(f"cannot move {src_rel}: {self.rel(dst)} already exists; rename one of them")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(src, dst)
+        return self.rel(dst)
+
+    def trash(self, rel: str) -> str:
+        """Obsidian's soft delete: move into `.trash/`, numbering the name on a clash."""
+        src = self.abs(rel)
+        trash = self.root / ".trash"
+        trash.mkdir(exist_ok=True)
+        dst = trash / src.name
+        n = 1
+        while dst.exists():
+            dst = trash / f"{src.stem} {n}{src.suffix}"
+            n += 1
+        os.rename(src, dst)
+        return self.rel(dst)
+
+    # -- locking --------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+        """The vault's advisory lock, held around one read-modify-write or index commit."""
+        from filelock import FileLock, Timeout
+
+        if self._lock is None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            # One re-entrant lock object per Vault: nested holds in one process never deadlock.
+            self._lock = FileLock(str(self.state_dir / "lock"), thread_local=False)
+        lock = self._lock
+        try:
+            lock.acquire(timeout=timeout)
+        except Timeout:
+            raise VaultmemError(
+                f"another vaultmem process has held {self.state_dir / 'lock'} for {timeout:.0f} s; "
+                "check for a stuck process and retry"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+
+# Dropbox "(conflicted copy ...)", Obsidian Sync / Nextcloud "(conflict 2026-...)", Syncthing ".sync-conflict-...".
+_TEMP_SUFFIXES = (".tmp", "~", ".swp", ".swx", ".bak")
+
+
+def is_note_path(rel: str) -> bool:
+    """Whether a vault-relative path is a note the index cares about (what `Vault.scan` finds)."""
+    if not rel.endswith(".md") or rel.endswith(_TEMP_SUFFIXES):
+        return False
+    for part in rel.split("/"):
+        # Hidden names cover .obsidian/.trash/.git/.vaultmem, emacs `.#x.md` lock files and
+        # vaultmem's own `.<name>.vaultmem-tmp-*` temp files, exactly as Vault.scan skips them.
+        if not part or part.startswith(".") or part in SKIP_DIRS or TMP_MARK in part:
+            return False
+    return True
+
+
+CONFLICT_COPY = re.compile(r" ?\((?:conflicted copy|conflict)\b[^)]*\)|\.sync-conflict-\d{8}-\d{6}(?:-[A-Z0-9]+)?",
+                           re.I)
+
+
+def is_conflict_copy(rel: str) -> bool:
+    """True for the copies sync clients write when two devices changed one note."""
+    return bool(CONFLICT_COPY.search(rel.rsplit("/", 1)[-1]))
+
+
+def _pid_alive(pid: int) -> bool:
+    """True when a process with this id runs on this machine (or we may not signal it)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+_ILLEGAL_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]')
+
+
+_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
+MAX_NAME_BYTES = 200  # file systems allow 255; leave room for " 1.md", sync-conflict suffixes
+
+
+def safe_file_name(name: str) -> str:
+    """A name usable as an Obsidian note file name on every platform (one plain path part)."""
+    name = _ILLEGAL_NAME.sub("-", name).strip(" .-")
+    while len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        name = name[:-1]
+    name = name.rstrip(" .-")
+    if name.split(".")[0].upper() in _RESERVED:
+        stem, dot, rest = name.partition(".")
+        name = f"{stem}-note{dot}{rest}"  # Windows reserves these names with any extension
+    return name or "note"

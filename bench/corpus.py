@@ -15,7 +15,7 @@ the ceiling on whatever corpus it builds, so the ranking's share of it stays vis
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
 FIRST = ("Alice Bob Carol Dmitri Emeka Fatima Grace Hiro Ines Jonas Kavya Liam Mei Noor Olga Pedro Quinn "
          "Rosa Sven Tariq Uma Viktor Wen Ximena Yusuf Zoë Amara Bruno Chiara Dev Elif Farid Greta Hana Ivan "

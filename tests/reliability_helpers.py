@@ -11,8 +11,9 @@ import datetime as dt
 import os
 import signal
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from vaultmem.base.config import load_settings
 from vaultmem.storage import note as notes

@@ -7,8 +7,9 @@ delegating method per feature operation; it holds no logic of its own. Features 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from vaultmem.core import scoring
 from vaultmem.core.memories import Memories, Progress

@@ -19,8 +19,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from vaultmem.base.config import TMP_MARK
 from vaultmem.base.errors import VaultmemError

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from vaultmem.base.errors import ConfigError
 
@@ -117,7 +118,7 @@ class Settings:
     def transcript_roots(self) -> tuple[Path, ...]:
         return tuple(Path(d.strip()).expanduser() for d in self.transcript_dirs.split(",") if d.strip())
 
-    def validate(self) -> "Settings":
+    def validate(self) -> Settings:
         """Raise ConfigError naming the first invalid value."""
         if self.decay_model not in DECAY_MODELS:
             raise ConfigError(

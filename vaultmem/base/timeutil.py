@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import Callable
+from collections.abc import Callable
 
 UTC = dt.timezone.utc
 Clock = Callable[[], dt.datetime]

@@ -8,7 +8,8 @@ them so `vaultmem --help` and `vaultmem search` start fast.
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import click
 

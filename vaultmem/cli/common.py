@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import click
 

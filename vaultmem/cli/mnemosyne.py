@@ -5,7 +5,8 @@ agent awareness and the lifecycle hooks. Parsing and printing only; logic is in 
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 

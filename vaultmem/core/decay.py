@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from vaultmem.base.config import URGENCIES, Settings
 from vaultmem.base.timeutil import parse_time

@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from vaultmem.base.config import TEMPLATE_DIR
 from vaultmem.base.errors import ConfigError

@@ -52,7 +52,7 @@ def pulls(relevance: dict[str, float], rows: Sequence[Neighbours], window_s: flo
     return pull
 
 
-def spread(index: "Index", ranked: Sequence[Ranked], *, weight: float, window_minutes: float,
+def spread(index: Index, ranked: Sequence[Ranked], *, weight: float, window_minutes: float,
            depth: int, top_k: int, rank: Callable[[float, float], float], span: int = 1) -> list[Ranked]:
     """`ranked` with contiguity applied (unsorted): it reorders the memories a search found
     and adds none (a memory that matched nothing stays out). Exact for the top_k: ranks only

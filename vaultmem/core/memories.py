@@ -15,8 +15,9 @@ import os
 import re
 import stat
 import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from vaultmem.base.config import TEMPLATE_DIR, Settings, load_settings
 from vaultmem.base.errors import (

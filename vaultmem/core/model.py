@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from vaultmem.base.errors import InvalidInput
 from vaultmem.storage import note as notes
@@ -85,7 +86,7 @@ class UnifiedQuery:
     page_size: int = 10
     preview_length: int = 300
 
-    def validated(self) -> "UnifiedQuery":
+    def validated(self) -> UnifiedQuery:
         """This query with its text stripped and tags normalised; InvalidInput names the first bad value."""
         if not 1 <= self.limit <= 100:
             raise InvalidInput(f"limit must be between 1 and 100, got {self.limit}")

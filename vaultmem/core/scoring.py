@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from vaultmem.base.config import DECAY_MODELS, Settings
 from vaultmem.base.timeutil import days_between, parse_time

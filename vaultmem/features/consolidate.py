@@ -16,7 +16,8 @@ import math
 import re
 import uuid
 from collections import Counter, defaultdict
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from vaultmem.base.errors import ConflictError, InvalidInput, NotFound
 from vaultmem.core.memories import Memories

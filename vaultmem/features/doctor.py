@@ -8,7 +8,8 @@ and appending it to `CHECKS`.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from vaultmem.core.memories import Memories
 from vaultmem.features.graph import Catalog, unresolved

@@ -13,8 +13,9 @@ import functools
 import hashlib
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound
 from vaultmem.base.timeutil import format_time, parse_time

@@ -14,7 +14,8 @@ import hashlib
 import json
 import math
 import re
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound, VaultmemError
 from vaultmem.base.timeutil import days_between

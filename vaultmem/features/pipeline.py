@@ -15,8 +15,9 @@ import datetime as dt
 import json
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from vaultmem.base.errors import InvalidInput, NotFound, VaultmemError
 from vaultmem.base.timeutil import format_time, parse_time

@@ -12,8 +12,9 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 SAMPLES = 1000  # durations kept per operation for the p95 (a sliding window)
 

@@ -26,8 +26,9 @@ import asyncio
 import inspect
 import logging
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from vaultmem import __version__
 from vaultmem.base.errors import NotFound, VaultmemError, one_line

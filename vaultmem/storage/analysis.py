@@ -6,7 +6,8 @@ choice here is measured by `bench/retrieval.py`; docs/retrieval.md has the numbe
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from whoosh.analysis import (
     Filter,

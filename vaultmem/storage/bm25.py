@@ -16,7 +16,8 @@ the same way, which is what makes the filters cheap in a one-shot CLI process.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 # Characters and words the Whoosh query parser gives a meaning to (phrases, groups, ranges,
 # fields, wildcards, boosts, fuzzy terms, operators). A query free of them is "plain".

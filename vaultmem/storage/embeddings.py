@@ -21,8 +21,9 @@ import importlib.util
 import io
 import os
 import sqlite3
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput, MissingExtra
 
@@ -129,7 +130,7 @@ def encode_query(text: str) -> Any:
     return vec
 
 
-def embed_text(rec: "Record") -> str:
+def embed_text(rec: Record) -> str:
     """What is embedded: the wordy custom properties (who said it, which project), then the
     text (first 2,000 characters) in quotes: `Caroline: "I researched adoption agencies"`.
 
@@ -145,7 +146,7 @@ def embed_text(rec: "Record") -> str:
 
 
 def text_hash(text: str) -> str:
-    return hashlib.sha256(f"{MODEL_NAME}\n{text}".encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(f"{MODEL_NAME}\n{text}".encode()).hexdigest()[:32]
 
 
 class VectorStore:
@@ -209,13 +210,13 @@ class VectorStore:
         return self._matrix[1], self._matrix[2]
 
 
-def stale(records: Sequence["Record"], vectors: VectorStore, force: bool = False) -> list["Record"]:
+def stale(records: Sequence[Record], vectors: VectorStore, force: bool = False) -> list[Record]:
     """Memories whose vector is missing or was made from a different text."""
     known = {} if force else vectors.hashes()
     return [r for r in records if r.id and known.get(r.id) != text_hash(embed_text(r))]
 
 
-def embed_records(records: Sequence["Record"], vectors: VectorStore,
+def embed_records(records: Sequence[Record], vectors: VectorStore,
                   progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None) -> int:
     """Embed and store `records` in batches; returns how many were stored."""
     batches = [list(records[i:i + BATCH]) for i in range(0, len(records), BATCH)]
@@ -229,7 +230,7 @@ def embed_records(records: Sequence["Record"], vectors: VectorStore,
     return done
 
 
-def backfill(load_records: Callable[[], list["Record"]], vectors: "VectorStore", *, limit: int | None = None,
+def backfill(load_records: Callable[[], list[Record]], vectors: VectorStore, *, limit: int | None = None,
              force: bool = False, dry_run: bool = False, model: str = MODEL_NAME,
              progress: Any = None) -> dict[str, Any]:
     """The seed's `backfill_embeddings`: vectors for memories that lack (current) ones.
@@ -259,7 +260,7 @@ def backfill(load_records: Callable[[], list["Record"]], vectors: "VectorStore",
     return result
 
 
-def similarities(query: str, records: Sequence["Record"], vectors: VectorStore) -> dict[str, float]:
+def similarities(query: str, records: Sequence[Record], vectors: VectorStore) -> dict[str, float]:
     """Cosine similarity of the query to each record that has a vector, by record path."""
     import numpy as np
 

@@ -20,8 +20,9 @@ import re
 import shutil
 import sqlite3
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from vaultmem.base.errors import MalformedNote, QuerySyntaxError
 from vaultmem.base.timeutil import UTC, format_time
@@ -101,7 +102,7 @@ class Record:
         return tuple(values[c] for c in _COLUMNS)
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> "Record":
+    def from_row(cls, row: Sequence[Any]) -> Record:
         # Positional, in _COLUMNS order (= field order, checked at import); empty JSON
         # skipped: a search builds up to 100 of these per query.
         (path, mtime_ns, size, kind, id_, status, title, content, created, last_used, use_count,

@@ -21,7 +21,8 @@ import json
 import math
 import re
 import unicodedata
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from vaultmem.base.errors import InvalidInput
 

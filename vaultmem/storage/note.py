@@ -15,7 +15,8 @@ import json
 import math
 import re
 import unicodedata
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from vaultmem.base.errors import MalformedNote
 from vaultmem.base.timeutil import format_time, parse_time
@@ -218,7 +219,7 @@ def _reads_back_as_text(text: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(_name: str, pattern: str) -> re.Pattern[str]:
     """Compile the big Unicode classes on first write, not on every start-up."""
     return re.compile(pattern)

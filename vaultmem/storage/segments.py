@@ -21,7 +21,8 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 MAX_SEGMENTS = 8  # more segments than this: merge all but the biggest
 GARBAGE_SHARE = 0.25  # deletions in the biggest segment, or documents outside it, past this share of it: merge all

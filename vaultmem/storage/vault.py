@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from vaultmem.base.config import SKIP_DIRS, TMP_MARK, Settings
 from vaultmem.base.errors import InvalidInput, VaultmemError

@@ -38,7 +38,7 @@ def _check_agent(agent: str, what: str = "agent") -> str:
     return agent
 
 
-def _live(store: Memories, viewer: str | None) -> list["Record"]:
+def _live(store: Memories, viewer: str | None) -> list[Record]:
     rows = store.index.records("kind = 'memory' AND status IN ('active', 'promoted', 'archived')")
     return [r for r in rows if R.is_visible(r, viewer)]
 

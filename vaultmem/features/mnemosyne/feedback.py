@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput, NotFound
 from vaultmem.base.timeutil import format_time
@@ -64,7 +65,7 @@ def should_flag(hit_count: int, useful_count: int) -> bool:
     return hit_count >= REVIEW_MIN_HITS and usefulness(hit_count, useful_count) < REVIEW_RATIO
 
 
-def _count(rec: "Record", key: str) -> int:
+def _count(rec: Record, key: str) -> int:
     from vaultmem.storage.note import as_number
 
     return max(0, int(as_number(rec.props.get(key), 0)))
@@ -99,7 +100,7 @@ def apply(store: Memories, signal: str, memory_id: str | None = None,
     for rec in targets:
         outcome: dict[str, bool] = {}
 
-        def change(current: "Record") -> dict[str, Any]:
+        def change(current: Record) -> dict[str, Any]:
             hits = _count(current, "hit_count") + 1
             useful = _count(current, "useful_count") + (1 if signal == "positive" else 0)
             changes: dict[str, Any] = {"hit_count": hits, "useful_count": useful}

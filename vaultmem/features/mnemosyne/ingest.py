@@ -33,7 +33,7 @@ CANDIDATE_POOL = 50
 LINK_PROPERTY = "related"
 
 
-def _similar(store: Memories, text: str, agent: str | None) -> list[tuple[float, "Record"]]:
+def _similar(store: Memories, text: str, agent: str | None) -> list[tuple[float, Record]]:
     """Live memories visible to the agent, by word-set cosine to `text`, best first."""
     plain = R._plain(text)
     if not plain:
@@ -49,7 +49,7 @@ def _similar(store: Memories, text: str, agent: str | None) -> list[tuple[float,
     return scored
 
 
-def _link(rec: "Record") -> str:
+def _link(rec: Record) -> str:
     return f"[[{rec.path.rsplit('/', 1)[-1][:-3]}]]"
 
 

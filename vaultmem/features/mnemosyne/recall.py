@@ -15,7 +15,8 @@ import functools
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.timeutil import days_between, format_time, parse_time
 from vaultmem.core.memories import Memories
@@ -166,7 +167,7 @@ def similarity(bm25: float, best_bm25: float, query_coverage: float) -> float:
     return max(0.0, min(1.0, bm25 / best_bm25)) * max(0.0, min(1.0, query_coverage))
 
 
-def recency(last_used: "dt.datetime", now: "dt.datetime") -> float:
+def recency(last_used: dt.datetime, now: dt.datetime) -> float:
     return 0.5 ** (days_between(last_used, now) / RECENCY_HALF_LIFE_DAYS)
 
 
@@ -215,7 +216,7 @@ def confidence_tag(score: float) -> str:
     return "Uncertain"
 
 
-def decay_status(rec: "Record", now: "dt.datetime", settings: Any) -> str:
+def decay_status(rec: Record, now: dt.datetime, settings: Any) -> str:
     """The seed's decay status from ACT-R activation (lifecycle): active >= -2, fading, archived < -4.
 
     "archived" (excluded from recall) means in the archive folder, where gc puts memories
@@ -234,7 +235,7 @@ def decay_status(rec: "Record", now: "dt.datetime", settings: Any) -> str:
     return "fading" if status == "archived" else status
 
 
-def is_visible(rec: "Record", agent: str | None) -> bool:
+def is_visible(rec: Record, agent: str | None) -> bool:
     """Private memories are visible to their own agent only."""
     if rec.props.get("private") is True:
         return bool(agent) and rec.agent == agent
@@ -381,7 +382,7 @@ def enrich_with_graph(store: Memories, results: list[dict[str, Any]]) -> None:
 # -- recall ------------------------------------------------------------------------------------
 
 
-def event_time_of(rec: "Record") -> str | None:
+def event_time_of(rec: Record) -> str | None:
     parsed = parse_time(rec.props.get("event_time"))
     if parsed is not None:
         return format_time(parsed)

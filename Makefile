@@ -26,10 +26,12 @@ demo: install
 	@echo; echo "Open $(DEMO)/ in Obsidian to see the notes; try: $(VM) --help"
 
 test: install
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 bench: install
 	$(PY) bench/bench_core.py --sizes 1000,10000
 
 clean:
-	rm -rf $(VENV) $(DEMO) build dist src/*.egg-info
+	rm -rf $(VENV) $(DEMO) build dist *.egg-info

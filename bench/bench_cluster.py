@@ -34,7 +34,7 @@ def make_vault(root: Path, n: int, seed: int = 1) -> None:
     template = store.template("memory")
     contents: list[str] = []
     folder = root / "memory/stm"
-    for i in range(n):
+    for _ in range(n):
         if contents and rng.random() < 0.05:
             words = rng.choice(contents).split()
             words[rng.randrange(len(words))] = rng.choice(vocab)

@@ -76,12 +76,17 @@ def sentence(rng: random.Random) -> str:
     adj, place = rng.choice(ADJ), rng.choice(PLACES)
     forms = [
         f"{person} {rng.choice(VERBS)} that the {project} {topic} uses {tool} with {n} connections instead of {tool2}.",
-        f"Project {project}: the {adj} {topic} for {tool} is scheduled for week {rng.randint(1, 52)} in {place}; {other} owns the {topic2}.",
-        f"{person} and {other} {rng.choice(VERBS)} the {adj} {topic} plan; ticket {project.upper()}-{n} tracks the {tool} {topic2}.",
-        f"Remember: {tool} {topic} limits for {project} are {n} requests per second, {person} {rng.choice(VERBS)} it after the {adj} {topic2}.",
+        f"Project {project}: the {adj} {topic} for {tool} is scheduled for week {rng.randint(1, 52)} in "
+        f"{place}; {other} owns the {topic2}.",
+        f"{person} and {other} {rng.choice(VERBS)} the {adj} {topic} plan; ticket {project.upper()}-{n} "
+        f"tracks the {tool} {topic2}.",
+        f"Remember: {tool} {topic} limits for {project} are {n} requests per second, {person} "
+        f"{rng.choice(VERBS)} it after the {adj} {topic2}.",
         f"The {project} team moved {topic} from {tool2} to {tool}; {person} says p95 went from {n} ms to {n // 2 + 1} ms.",
-        f"{person} is allergic to {rng.choice(['peanuts', 'shellfish', 'gluten', 'lactose'])} and prefers {place} for the {topic} offsite with {other}.",
-        f"{other} asked {person} to keep the {adj} {tool} {topic} notes in {project}; the {topic2} review is on day {rng.randint(1, 28)}.",
+        f"{person} is allergic to {rng.choice(['peanuts', 'shellfish', 'gluten', 'lactose'])} and prefers "
+        f"{place} for the {topic} offsite with {other}.",
+        f"{other} asked {person} to keep the {adj} {tool} {topic} notes in {project}; the {topic2} review is "
+        f"on day {rng.randint(1, 28)}.",
         f"In {place}, {person} {rng.choice(VERBS)} a {adj} {topic2} for {tool2}: {n} users, owner {other}, codename {project}.",
     ]
     return rng.choice(forms)
@@ -95,13 +100,14 @@ def build_vault(root: Path, n: int, seed: int = 7, make: Any = None) -> list[tup
     stm = root / "memory/stm"
     template = (Path(__file__).resolve().parent.parent / "templates/memory.md").read_text()
     pairs = []
-    for i in range(n):
+    for _ in range(n):
         content = make(rng)
         if make is sentence and rng.random() < 0.4:
             content += " " + sentence(rng)
         created = NOW - dt.timedelta(days=rng.uniform(0, 60))
         last_used = created + dt.timedelta(days=rng.uniform(0, (NOW - created).days or 1))
-        mid = f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-8{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
+        mid = (f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}"
+               f"-8{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}")
         memory = Memory(id=mid, content=content, created=created, last_used=min(last_used, NOW),
                         use_count=rng.randint(0, 8), strength=round(rng.uniform(1.0, 1.6), 2),
                         tags=rng.sample(TOPICS, 2), entities=[])

@@ -102,7 +102,7 @@ def main() -> None:
         print(f"vault: {args.memories:,} memories, {args.memories // 10:,} person notes, {links:,} links "
               f"(generated in {built:.1f} s, indexed in {indexed:.1f} s)")
         print(f"{'median of ' + str(args.repeat) + ' runs':<38} {'total ms':>9} {'(cpu)':>7} {'query alone ms':>15} {'(cpu)':>7}")
-        for (name, (ms, cpu)), (only, only_cpu) in zip(rows, alone):
+        for (name, (ms, cpu)), (only, only_cpu) in zip(rows, alone, strict=True):
             print(f"{name:<38} {ms:>9.1f} {cpu:>7.1f} {only:>15.1f} {only_cpu:>7.1f}")
         print(f"{'sync, nothing changed':<38} {sync_ms[0]:>9.1f} {sync_ms[1]:>7.1f}")
         print(f"{'sync after editing one linked memory':<38} {edit_ms[0]:>9.1f} {edit_ms[1]:>7.1f}")

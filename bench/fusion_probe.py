@@ -281,23 +281,23 @@ def score_fusion(L, C, w=0.5, depth=100, norm="max"):
     lm, sm = lexmask(L, depth), topmask(C, depth)
     cand = lm | sm
     if norm == "max":
-        l, s = maxnorm(L), np.maximum(C, 0) / C.max(axis=1, keepdims=True)
+        lx, s = maxnorm(L), np.maximum(C, 0) / C.max(axis=1, keepdims=True)
     elif norm == "minmax":
-        l, s = minmax(L, lm), minmax(C, sm)
+        lx, s = minmax(L, lm), minmax(C, sm)
     elif norm == "minmax-all":
-        l, s = maxnorm(L), minmax(C, np.ones_like(sm))
+        lx, s = maxnorm(L), minmax(C, np.ones_like(sm))
     elif norm == "median":
         med = np.median(C, axis=1, keepdims=True)
-        l, s = maxnorm(L), np.clip((C - med) / (C.max(axis=1, keepdims=True) - med), 0, None)
+        lx, s = maxnorm(L), np.clip((C - med) / (C.max(axis=1, keepdims=True) - med), 0, None)
     elif norm == "minmax-sem":
-        l, s = maxnorm(L), minmax(C, sm)
+        lx, s = maxnorm(L), minmax(C, sm)
     elif norm == "z":
-        l, s = zscore(L, lm), zscore(C, sm)
-        l = np.where(lm, l, zscore(L, lm).min(axis=1, keepdims=True))
+        lx, s = zscore(L, lm), zscore(C, sm)
+        lx = np.where(lm, lx, zscore(L, lm).min(axis=1, keepdims=True))
     elif norm == "z-all":
         allm = np.ones_like(sm)
-        l, s = zscore(L, allm), zscore(C, allm)
-    f = (1 - w) * l + w * s
+        lx, s = zscore(L, allm), zscore(C, allm)
+    f = (1 - w) * lx + w * s
     return np.where(cand, f, -1e9)
 
 

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         store.vault.init()
         folder = store.vault.abs(store.settings.stm_dir)
         template = store.template("memory")
-        for i in range(args.n):
+        for _ in range(args.n):
             text = zipf_words(vocab, weights, rng.randint(6, 40), rng)
             when = now - dt.timedelta(days=rng.uniform(0, 365))
             memory = notes.Memory(id=str(uuid.UUID(int=rng.getrandbits(128))), content=text, created=when,

@@ -115,7 +115,8 @@ def test_malformed_note_warning_on_stderr(runner, vault_path):
     (vault_path / "memory/stm/bad.md").write_text("---\nid: [\n---\nx\n")
     result = runner.invoke(cli, ["search", "x"])
     assert result.exit_code == 0
-    assert result.stderr == "warning: skipped malformed note memory/stm/bad.md: invalid YAML at line 3: did not find expected node content\n"
+    assert result.stderr == ("warning: skipped malformed note memory/stm/bad.md: "
+                             "invalid YAML at line 3: did not find expected node content\n")
 
 
 def test_stats_json(runner):

@@ -289,7 +289,7 @@ def test_cli_deep(runner, vault_path):
 
 
 from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st
+from hypothesis import strategies as st  # noqa: E402
 
 _word = st.sampled_from(["alpha", "beta", "gamma", "delta", "port", "jwt", "cache", "redis", "tuesday", "deploy"])
 _sentence = st.lists(_word, min_size=1, max_size=6).map(lambda ws: " ".join(ws).capitalize() + ".")

@@ -212,8 +212,8 @@ cases = st.lists(st.tuples(st.one_of(st.just(0.0), st.floats(0.01, 1.0)), st.flo
 def test_spread_is_exact_for_the_top_k_and_only_lifts(spec, top_k, weight, span):
     minutes = [sum(gap for _r, _s, gap in spec[:i + 1]) for i in range(len(spec))]
     index = FakeIndex(minutes)
-    score = {p: s for p, (_r, s, _g) in zip(index.paths, spec)}
-    rel = {p: r for p, (r, _s, _g) in zip(index.paths, spec)}
+    score = {p: s for p, (_r, s, _g) in zip(index.paths, spec, strict=True)}
+    rel = {p: r for p, (r, _s, _g) in zip(index.paths, spec, strict=True)}
     ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory"), score[p], rel[p], rank(rel[p], score[p]))
               for p in index.paths]
     got = episodes.spread(index, ranked, weight=weight, window_minutes=60, depth=1000, top_k=top_k, rank=rank,
@@ -240,7 +240,8 @@ def test_spread_is_exact_for_the_top_k_and_only_lifts(spec, top_k, weight, span)
 
 def test_spread_with_weight_zero_changes_nothing():
     index = FakeIndex([0, 1, 2])
-    ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory"), 0.5, r, r) for p, r in zip(index.paths, (1.0, 0.1, 0.0))]
+    ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory"), 0.5, r, r)
+              for p, r in zip(index.paths, (1.0, 0.1, 0.0), strict=True)]
     assert episodes.spread(index, ranked, weight=0.0, window_minutes=60, depth=100, top_k=3, rank=rank, span=2) == ranked
 
 

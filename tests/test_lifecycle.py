@@ -111,7 +111,8 @@ def test_actr_settings_from_env_and_cortexgraph_aliases():
     s = load_settings(None, environ=env)
     assert (s.decay_model, s.actr_rate_critical, s.auto_reinforce, s.review_danger_zone_min,
             s.maintenance_interval, s.auto_gc, s.auto_promote) == ("actr", 0.25, False, 0.1, 600.0, True, False)
-    with pytest.raises(ConfigError, match="^actr_default_urgency 'urgent' is unknown; use one of critical, important, reference, background$"):
+    with pytest.raises(ConfigError, match="^actr_default_urgency 'urgent' is unknown; "
+                                          "use one of critical, important, reference, background$"):
         load_settings(None, environ={"VAULTMEM_ACTR_DEFAULT_URGENCY": "urgent"})
 
 

@@ -15,39 +15,39 @@ import pytest
 from vaultmem.mcp.server import build_server
 from vaultmem.store import MemoryStore
 
-S, I, N, B, O, A = "string", "integer", "number", "boolean", "object", "array"
+S, INT, N, B, OBJ, A = "string", "integer", "number", "boolean", "object", "array"
 REQ = True
 
 # tool -> {parameter: (type, required)}
 SEED: dict[str, dict[str, tuple[str, bool]]] = {
     "save_memory": {"content": (S, REQ), "tags": (A, False), "entities": (A, False), "source": (S, False),
-                    "context": (S, False), "meta": (O, False), "strength": (N, False)},
-    "search_memory": {"query": (S, False), "tags": (A, False), "top_k": (I, False), "window_days": (I, False),
+                    "context": (S, False), "meta": (OBJ, False), "strength": (N, False)},
+    "search_memory": {"query": (S, False), "tags": (A, False), "top_k": (INT, False), "window_days": (INT, False),
                       "min_score": (N, False), "use_embeddings": (B, False),
-                      "include_review_candidates": (B, False), "page": (I, False), "page_size": (I, False),
-                      "preview_length": (I, False)},
-    "search_unified": {"query": (S, False), "tags": (A, False), "limit": (I, False), "stm_weight": (N, False),
-                       "ltm_weight": (N, False), "window_days": (I, False), "min_score": (N, False),
-                       "page": (I, False), "page_size": (I, False), "preview_length": (I, False)},
+                      "include_review_candidates": (B, False), "page": (INT, False), "page_size": (INT, False),
+                      "preview_length": (INT, False)},
+    "search_unified": {"query": (S, False), "tags": (A, False), "limit": (INT, False), "stm_weight": (N, False),
+                       "ltm_weight": (N, False), "window_days": (INT, False), "min_score": (N, False),
+                       "page": (INT, False), "page_size": (INT, False), "preview_length": (INT, False)},
     "touch_memory": {"memory_id": (S, REQ), "boost_strength": (B, False)},
     "observe_memory_usage": {"memory_ids": (A, REQ), "context_tags": (A, False)},
     "open_memories": {"memory_ids": ("string|array", REQ), "include_relations": (B, False),
-                      "include_scores": (B, False), "page": (I, False), "page_size": (I, False)},
-    "read_graph": {"status": (S, False), "include_scores": (B, False), "limit": (I, False), "page": (I, False),
-                   "page_size": (I, False)},
+                      "include_scores": (B, False), "page": (INT, False), "page_size": (INT, False)},
+    "read_graph": {"status": (S, False), "include_scores": (B, False), "limit": (INT, False), "page": (INT, False),
+                   "page_size": (INT, False)},
     "analyze_message": {"message": (S, REQ)},
     "analyze_for_recall": {"message": (S, REQ)},
     "auto_recall_process_message": {"message": (S, REQ)},
-    "cluster_memories": {"strategy": (S, False), "threshold": (N, False), "max_cluster_size": (I, False),
+    "cluster_memories": {"strategy": (S, False), "threshold": (N, False), "max_cluster_size": (INT, False),
                          "find_duplicates": (B, False), "duplicate_threshold": (N, False)},
     "consolidate_memories": {"cluster_id": (S, False), "mode": (S, False), "auto_detect": (B, False),
                              "cohesion_threshold": (N, False)},
     "create_relation": {"from_memory_id": (S, REQ), "to_memory_id": (S, REQ), "relation_type": (S, REQ),
-                        "strength": (N, False), "metadata": (O, False)},
-    "gc": {"dry_run": (B, False), "archive_instead": (B, False), "limit": (I, False)},
+                        "strength": (N, False), "metadata": (OBJ, False)},
+    "gc": {"dry_run": (B, False), "archive_instead": (B, False), "limit": (INT, False)},
     "promote_memory": {"memory_id": (S, False), "auto_detect": (B, False), "dry_run": (B, False),
                        "target": (S, False), "force": (B, False)},
-    "backfill_embeddings": {"model": (S, False), "limit": (I, False), "force": (B, False), "dry_run": (B, False)},
+    "backfill_embeddings": {"model": (S, False), "limit": (INT, False), "force": (B, False), "dry_run": (B, False)},
     "get_performance_metrics": {},
     "reset_performance_metrics": {},
 }
@@ -126,16 +126,16 @@ def test_tool_schema_matches_the_seed(schemas, name):
 # -- Mnemosyne (mnemosyne-api-reference.md): 7 tools + the two lifecycle hooks ----------------------
 
 MNEMOSYNE: dict[str, dict[str, tuple[str, bool]]] = {
-    "memory_recall": {"query": (S, REQ), "limit": (I, False), "minScore": (N, False)},
+    "memory_recall": {"query": (S, REQ), "limit": (INT, False), "minScore": (N, False)},
     "memory_store": {"text": (S, REQ), "importance": (N, False), "category": (S, False), "eventTime": (S, False)},
     "memory_forget": {"memoryId": (S, False), "query": (S, False)},
     "memory_block_get": {"name": (S, REQ)},
     "memory_block_set": {"name": (S, REQ), "content": (S, REQ)},
     "memory_feedback": {"signal": (S, REQ), "memoryId": (S, False)},
-    "memory_toma": {"agentId": (S, REQ), "topic": (S, REQ), "limit": (I, False)},
+    "memory_toma": {"agentId": (S, REQ), "topic": (S, REQ), "limit": (INT, False)},
     "before_agent_start": {"prompt": (S, False)},
     "agent_end": {"transcript": (S, REQ)},
-    "memory_consolidate": {"batchSize": (I, False)},
+    "memory_consolidate": {"batchSize": (INT, False)},
 }
 # Parameters vaultmem adds to a seed tool, with the reason (documented in docs/mnemosyne.md).
 MNEMOSYNE_EXTRA = {("memory_store", "private"): "the issue's --private (visible to the storing agent only)"}

@@ -31,12 +31,13 @@ def test_one_key_change_is_a_one_line_diff():
     out = notes.update_frontmatter(HAND_WRITTEN, {"strength": 1.2})
     before, after = HAND_WRITTEN.splitlines(), out.splitlines()
     assert len(before) == len(after)
-    changed = [(a, b) for a, b in zip(before, after) if a != b]
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
     assert changed == [("strength: 1.10", "strength: 1.2")]
 
 
 def test_unowned_values_are_never_reinterpreted():
-    out = notes.update_frontmatter(HAND_WRITTEN, {"use_count": 4, "last_used": dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc)})
+    when = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc)
+    out = notes.update_frontmatter(HAND_WRITTEN, {"use_count": 4, "last_used": when})
     assert "zip: 01234\n" in out
     assert "reviewed: yes\n" in out
     assert "# written by hand in Obsidian\n" in out
@@ -128,7 +129,8 @@ keys = st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(keys, st.one_of(st.text(max_size=20), st.integers(), st.lists(st.text(min_size=1, max_size=10), max_size=4)), min_size=1, max_size=6),
+@given(st.dictionaries(keys, st.one_of(st.text(max_size=20), st.integers(),
+                                       st.lists(st.text(min_size=1, max_size=10), max_size=4)), min_size=1, max_size=6),
        st.dictionaries(keys, st.one_of(st.text(max_size=20), st.integers()), max_size=3))
 def test_update_then_parse_gives_the_changes_and_keeps_the_rest(original, changes):
     text = "---\n" + "".join(notes.render_property(k, v) for k, v in original.items()) + "---\nbody\n"

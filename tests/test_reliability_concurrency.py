@@ -1,7 +1,8 @@
 """Four vaultmem processes and a person editing in Obsidian, all at once, on one vault.
 
 A `vaultmem mcp` server (driven over stdio by a client process making save_memory,
-touch_memory and search_memory calls) and the `vaultmem watch` daemon run beside them. Each worker process runs a seeded mix of save, touch, relate, gc --apply, promote --auto,
+touch_memory and search_memory calls) and the `vaultmem watch` daemon run beside them. Each worker process runs
+a seeded mix of save, touch, relate, gc --apply, promote --auto,
 search and stats through the library (the same `MemoryStore` the CLI, watcher and MCP server
 call) and logs what succeeded. A fifth process imitates a person: it rewrites note bodies
 and adds tags, writing whole files the way an editor saves them. Afterwards:
@@ -189,7 +190,7 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
     watcher_err = watcher.communicate(timeout=120)[1]
     assert watcher.returncode == 0, watcher_err[-2000:]
     assert "Traceback" not in watcher_err, watcher_err[-2000:]
-    for proc, (out, err) in zip(procs, outputs):
+    for proc, (_out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     logs = [json.loads(out) for out, _ in outputs[:WORKERS + 1]]  # the workers and the MCP client
     person_log = json.loads(outputs[-1][0])
@@ -236,6 +237,7 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
     status = check_after_next_command(vault)
     moved = sum(entry[1] for log in logs for entry in log if entry[0] in ("gc", "promote"))
     report("concurrency", processes=WORKERS + 4, operations=(WORKERS + 1) * OPS,
-           saves=len(saved), touches=sum(touches.values()), relations=len(relations), block_sets=len(block_sets), moves=moved, person_edits=len(person_log),
+           saves=len(saved), touches=sum(touches.values()), relations=len(relations), block_sets=len(block_sets),
+           moves=moved, person_edits=len(person_log),
            notes_at_end=status["notes_on_disk"], files_lost=0, lost_updates=0)
     assert len(saved) > 0 and sum(touches.values()) > 0 and moved > 0

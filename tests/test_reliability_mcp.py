@@ -213,7 +213,7 @@ def test_injected_memories_come_back_as_framed_data_and_change_nothing(vault_pat
                 memories = data.get("results") or data.get("memories") or []
                 contents = [m["content"] for m in memories]
                 assert set(data) & {"results", "memories"}
-                for i, text in enumerate(INJECTIONS):
+                for text in INJECTIONS:
                     if any(escape_invisible(text) in c for c in contents):
                         seen.setdefault(text, []).append(name)
                 # each memory is one item: a forged "results" entry inside content stays content

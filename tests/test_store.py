@@ -175,7 +175,7 @@ def test_touch_changes_only_its_lines(store, vault_path, clock):
     assert touched["old_score"] == 0.5 and touched["use_count"] == 1 and touched["strength"] == 1.1
     assert touched["new_score"] == pytest.approx(2 ** 0.6 * 1.1, abs=1e-4)
     assert touched["message"] == "Memory reinforced. Score: 0.50 -> 1.67"
-    diff = [(a, b) for a, b in zip(before, after) if a != b]
+    diff = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
     assert diff == [
         ("last_used: 2026-11-22T10:15:00Z", "last_used: 2026-11-25T10:15:00Z"),
         ("use_count: 0", "use_count: 1"),
@@ -266,7 +266,7 @@ def test_hand_written_note_keeps_comments_and_odd_scalars_on_touch(sample_vault,
     before = path.read_text().splitlines()
     MemoryStore(sample_vault, clock=clock).touch("4d5e6f70")
     after = path.read_text().splitlines()
-    diff = [(a, b) for a, b in zip(before, after) if a != b]
+    diff = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
     assert diff == [("last_used: 2026-11-12T12:00:00Z", "last_used: 2026-11-22T10:15:00Z"),
                     ("use_count: 3   # reinforced three times", "use_count: 4")]
     assert len(before) == len(after)

@@ -266,7 +266,7 @@ def test_context_for_a_long_prompt(store):
 
 
 from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st
+from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)

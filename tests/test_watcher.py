@@ -334,7 +334,8 @@ def test_a_dead_observer_is_restarted_and_nothing_is_missed(vault_path, running,
     (vault_path / "memory" / "stm" / "while-deaf.md").write_text(note_text("quokka seen while restarting"))
     wait_for(lambda: r.watcher.counts["observer_restarts"] == 1, what="the restart")
     wait_for(lambda: hits(reader, "quokka"), what="the note written during the restart")
-    (vault_path / "memory" / "stm" / "after.md").write_text(note_text("wombat after the restart", "2" * 8 + "-2222-4333-8444-555555555555"))
+    after = note_text("wombat after the restart", "2" * 8 + "-2222-4333-8444-555555555555")
+    (vault_path / "memory" / "stm" / "after.md").write_text(after)
     wait_for(lambda: hits(reader, "wombat"), what="a note written after it")
     assert not r.watcher._degraded
     assert "the file observer stopped; restarted it and caught up with a full sync" in caplog.text
@@ -578,7 +579,7 @@ def test_watcher_commits_leave_merging_segments_to_a_child(vault_path, running, 
     assert segments.MAX_SEGMENTS == 8
     for i in range(40, 47):  # seven batches: seven one-note segments, none merged in the watcher
         write(i)
-        wait_for(lambda: searchable(i), what=f"note {i}")
+        wait_for(lambda i=i: searchable(i), what=f"note {i}")
         assert sizes() == [1] * (i - 39) + [40]
     write(47)  # the ninth segment: a child merges the eight small ones (8 <= 25% of 40: not the big one)
     wait_for(lambda: r.watcher.counts["merges"] == 1, what="the merge child")

@@ -38,7 +38,7 @@ __all__ = ["MemoryStore", "Progress", "UnifiedQuery"]
 class MemoryStore(Memories):
     """A vault's memories and every feature over them: the adapters' only entry point."""
 
-    def open(self, refs: Sequence[str], *, include_relations: bool = False,  # type: ignore[override]
+    def open(self, refs: Sequence[str], *, include_relations: bool = False,
              include_scores: bool = True, page: int | None = None, page_size: int | None = None) -> dict[str, Any]:
         """Memories by id / short id / file name; unknown ones land in `not_found`.
 

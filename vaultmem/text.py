@@ -11,7 +11,8 @@ def format_unified(results: list[dict[str, Any]], pagination: dict[str, Any], ve
     """The seed's formatted text block: one entry per result, best first."""
     if not results:
         return "No results found."
-    lines = [f"Found {pagination['total_count']} result{'' if pagination['total_count'] == 1 else 's'} (page {pagination['page']} of {pagination['total_pages']}):", ""]
+    total = pagination["total_count"]
+    lines = [f"Found {total} result{'' if total == 1 else 's'} (page {pagination['page']} of {pagination['total_pages']}):", ""]
     first = (pagination["page"] - 1) * pagination["page_size"]
     for n, item in enumerate(results, first + 1):
         body = item["content"].strip().replace("\n", "\n   ")

@@ -774,7 +774,7 @@ def cluster(threshold: float, max_cluster_size: int, duplicates: bool, duplicate
     click.echo(result["message"])
     for item in result.get("clusters", []):
         click.echo(f"{item['id']}  size {item['size']}  cohesion {item['cohesion']:.2f}  {item['suggested_action']}")
-        for mid, text in zip(item["memory_ids"], item["content_previews"]):
+        for mid, text in zip(item["memory_ids"], item["content_previews"], strict=True):
             click.echo(f"  {mid[:8]}  {text}")
     for item in result.get("duplicates", []):
         click.echo(f"{item['similarity']:.2f}  {item['id1'][:8]} {item['content1_preview']}")
@@ -872,7 +872,8 @@ def pipeline_run(agent: str | None, dry_run: bool, scheduled: bool, interval_hou
         for stage in ("decay", "cluster", "merge", "promote", "relations"):
             if stage in result:
                 extra = sum(1 for m in result[stage] if m.get("status") == "contradiction")
-                click.echo(f"{stage:<10} {len(result[stage])}" + (f" ({extra} contradiction{'s' if extra > 1 else ''}, not proposed)" if extra else ""))
+                note = f" ({extra} contradiction{'s' if extra > 1 else ''}, not proposed)" if extra else ""
+                click.echo(f"{stage:<10} {len(result[stage])}" + note)
     click.echo(result["message"])
 
 
@@ -926,4 +927,7 @@ def mcp(read_only: bool, agent: str | None, vault: str | None) -> None:
 
 
 # Registered by vaultmem.cli in this order (click lists them alphabetically in --help).
-COMMANDS = (init, save, search, backfill_embeddings, analyze, open_, relate, graph, backlinks, doctor, touch, observe, gc, promote, decay_curve, maintain, stats, config, index, watch, cluster, consolidate, pipeline, mcp,)
+COMMANDS = (
+    init, save, search, backfill_embeddings, analyze, open_, relate, graph, backlinks, doctor, touch, observe, gc, promote,
+    decay_curve, maintain, stats, config, index, watch, cluster, consolidate, pipeline, mcp,
+)

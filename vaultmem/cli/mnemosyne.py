@@ -524,7 +524,7 @@ def capture(transcript: str, agent: str | None, vault: str | None, as_json: bool
             with open(transcript, encoding="utf-8") as handle:
                 raw = handle.read()
         except OSError as exc:
-            raise click.BadParameter(f"cannot read {transcript}: {exc.strerror}", param_hint="--transcript")
+            raise click.BadParameter(f"cannot read {transcript}: {exc.strerror}", param_hint="--transcript") from None
     r = _agent_store(vault, agent).capture(raw, follow_path=True)
     if as_json:
         emit_json(r)
@@ -540,4 +540,7 @@ def capture(transcript: str, agent: str | None, vault: str | None, as_json: bool
                    f"{r['feedback']['promoted']} promoted")
 
 
-COMMANDS = (recall, forget, restore, feedback, block, toma, bot_profile, knowledge_gap, synthesize, count, skills, store_, context, capture,)
+COMMANDS = (
+    recall, forget, restore, feedback, block, toma, bot_profile, knowledge_gap, synthesize, count, skills, store_, context,
+    capture,
+)

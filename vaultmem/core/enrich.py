@@ -177,7 +177,7 @@ class EntityExtractor:
             else:
                 patterns.append({"label": "TECH", "pattern": name, "id": name})
         patterns.extend(spec.get("patterns") or [])
-        ruler.add_patterns(patterns)
+        ruler.add_patterns(patterns)  # type: ignore[attr-defined]  # spaCy types add_pipe as a plain callable
         self.regexes: list[tuple[str, re.Pattern[str]]] = []
         for label, items in (spec.get("regex") or {}).items():
             for item in ([items] if isinstance(items, str) else items):

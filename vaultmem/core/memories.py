@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from vaultmem.core.model import (
     validate_tags,
     validate_window_and_score,
 )
+from vaultmem.core.scoring import Ranked
 from vaultmem.storage import note as notes
 from vaultmem.storage import segments
 from vaultmem.storage.index import Index, Record, SyncReport, iso
@@ -49,7 +50,7 @@ log = logging.getLogger("vaultmem.index")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _SHORT_ID = re.compile(r"^[0-9a-fA-F]{8}$")
 INLINE_EMBED_LIMIT = 256
-Progress = Callable[[Iterable[str], int], Iterable[str]]
+Progress = Callable[[Iterable[str], int], Iterator[str]]
 
 
 class Memories:
@@ -176,7 +177,7 @@ class Memories:
             duplicate = self.find_duplicate(content)
             if duplicate is not None:
                 rec, similarity = duplicate
-                touched = self.touch(rec.id)
+                touched = self.touch(rec.id or rec.path)
                 return {
                     "success": True,
                     "status": "duplicate",
@@ -316,7 +317,7 @@ class Memories:
     def memory_dict(self, rec: Record, now: dt.datetime | None = None) -> dict[str, Any]:
         now = now or self.now()
         created = rec.created_dt or now
-        result = {
+        result: dict[str, Any] = {
             "id": rec.id,
             "content": rec.content,
             "tags": rec.tags,
@@ -439,7 +440,7 @@ class Memories:
     def _filtered(self, statuses: Sequence[str] | None, tags: Sequence[str],
                   since: dt.datetime | None) -> list[Record]:
         """Memories passing the status, tag and window filters (from the catalog)."""
-        where, params = "kind = 'memory'", []
+        where, params = "kind = 'memory'", list[Any]()
         if statuses:
             where += f" AND status IN ({','.join('?' * len(statuses))})"
             params += list(statuses)
@@ -468,8 +469,8 @@ class Memories:
               since: dt.datetime | None, min_score: float | None, top_k: int,
               now: dt.datetime) -> list[tuple[Record, float, float | None, float]]:
         weight = self.settings.decay_weight
+        ranked: list[Ranked] = []
         if not text:
-            ranked = []
             for rec in self._filtered(statuses, tags, since):
                 s = self.score_of(rec, now)
                 if min_score is None or s >= min_score:
@@ -485,9 +486,10 @@ class Memories:
             records = self.index.by_paths([p for p, _ in hits])
             ranked = []
             for path, bm25 in hits:
-                rec = records.get(path)
-                if rec is None or not self.visible(rec):
+                found = records.get(path)
+                if found is None or not self.visible(found):
                     continue
+                rec = found
                 if since is not None and (rec.last_used or 0) < since.timestamp():
                     continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
                 s = self.score_of(rec, now)
@@ -520,11 +522,12 @@ class Memories:
         fused = scoring.fuse(lexical, sims, mode, self.settings.hybrid_fusion, self.settings.rrf_k,
                      depth=max(self.settings.search_candidates, top_k * 5))
         weight = self.settings.decay_weight
-        ranked = []
+        ranked: list[Ranked] = []
         for path, relevance in fused.items():
-            rec = by_path.get(path)
-            if rec is None:
+            found = by_path.get(path)
+            if found is None:
                 continue
+            rec = found
             s = self.score_of(rec, now)
             if min_score is not None and s < min_score:
                 continue

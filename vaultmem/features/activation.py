@@ -57,7 +57,7 @@ class _Model:
                                  phrase_regex(phrases) if phrases else None, int(sig.get("max", 1))))
 
     def score(self, text: str, entity_count: int) -> tuple[float, dict[str, Any]]:
-        z, found = self.bias, {}
+        z, found = self.bias, dict[str, Any]()
         for name, weight, rx, cap in self.signals:
             if rx is not None:
                 hits = sorted({m.group(0).lower() for m in rx.finditer(text)})
@@ -204,7 +204,8 @@ def auto_recall_process_message(store: Any, message: str, *, max_reinforce: int 
              if _mentions(item, topics)]
     now = store.now()
     cooldown = dt.timedelta(minutes=settings.recall_cooldown_minutes)
-    to_touch, skipped = [], []
+    to_touch: list[Any] = []
+    skipped: list[Any] = []
     with store.vault.lock():
         state = _read_state(store)
         last = state.get("last_reinforced", {})

@@ -45,9 +45,9 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 # -- vectors and similarity ----------------------------------------------------------------
 
 
-def _terms(rec: Record, analyzer: Any) -> Counter[str]:
+def _terms(rec: Record, analyzer: Any) -> dict[str, float]:
     """Weighted terms of one memory: stemmed content words, `e:` entities, `t:` tags."""
-    counts: Counter[str] = Counter(tok.text for tok in analyzer(rec.content))
+    counts: defaultdict[str, float] = defaultdict(float, Counter(tok.text for tok in analyzer(rec.content)))
     negations = len(NEGATION.findall(rec.content))
     if negations:  # the analyzer drops "not" as a stop word; a negation must still count
         counts["neg:"] += negations
@@ -63,8 +63,9 @@ def build_vectors(records: Sequence[Record], embed: Embedder | None = None) -> l
 
     Without `embed`: TF-IDF, tf = 1 + ln(count), idf = ln((N + 1) / (df + 1)) + 1, over the
     content's stemmed words (Whoosh's analyzer, the same as search) plus entities (x1.5), tags (x1.0)
-    and negations ("not", "never", ...: the analyzer drops them as stop words) as their own terms. With `embed` (the seam for the embeddings issue): the
-    dense vectors it returns, one per record, stored sparsely by dimension ("d0", "d1", ...);
+    and negations ("not", "never", ...: the analyzer drops them as stop words) as their own terms.
+    With `embed` (the seam for the embeddings issue): the dense vectors it returns, one per record,
+    stored sparsely by dimension ("d0", "d1", ...);
     everything downstream (`similarity`, `similar_pairs`, clusters) works unchanged.
     """
     if embed is not None:
@@ -551,7 +552,8 @@ def link_records(store: Memories, records: Sequence[Record], cluster_ref: str | 
 def relate(store: Memories, source: Record, target: Record, relation_type: str,
            strength: float | None = None) -> int:
     """A typed relation from source to target through the graph layer; 1 if new, 0 if present."""
-    result = graph.relate(store, source.id, target.id, relation_type, strength if strength is not None else 1.0, None)
+    result = graph.relate(store, source.id or source.path, target.id or target.path, relation_type,
+                          strength if strength is not None else 1.0, None)
     return 0 if result.get("existed") else 1
 
 

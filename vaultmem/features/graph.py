@@ -363,7 +363,8 @@ def backlinks(store: Memories, ref: str) -> dict[str, Any]:
     store.sync()
     rec = store.resolve(ref, kinds=("memory", "note"))
     cat = Catalog(store)
-    memories, person_notes = [], []
+    memories: list[dict[str, Any]] = []
+    person_notes: list[dict[str, Any]] = []
     for edge in cat.incoming(rec.path):
         kind = edge.src_kind
         item = {"path": edge.src, "id": edge.src_id, "type": edge.type, "strength": edge.strength,
@@ -439,7 +440,7 @@ def export_canvas(store: Memories, out: Path | str, *, status: str = "all", arou
             if eid in seen:
                 continue
             seen.add(eid)
-            edge = {"id": eid, "fromNode": node_id[e.src], "toNode": node_id[e.dst],  # type: ignore[index]
+            edge = {"id": eid, "fromNode": node_id[e.src], "toNode": node_id[e.dst],
                     "toEnd": "arrow", "label": e.type}
             edges_json.append(edge)
     canvas = {"nodes": nodes_json, "edges": edges_json}

@@ -167,7 +167,8 @@ def gc(store: Memories, apply: bool = False, delete: bool = False, limit: int | 
                 rec, why = _read_current(store, cand)
                 if rec is not None:
                     if rec.status != "active":
-                        rec, why = None, f"now {rec.status}, no longer in short-term memory"
+                        why = f"now {rec.status}, no longer in short-term memory"
+                        rec = None
                     else:
                         cand.score = record_score(rec, now, store.settings)
                         if cand.score >= threshold:
@@ -220,20 +221,20 @@ def promote(store: Memories, ref: str | None = None, auto: bool = False, apply: 
     s = store.settings
     ltm = s.ltm_dir.strip("/")
     if ref:
-        rec = store.resolve(ref)
-        score = record_score(rec, now, s)
-        if rec.status == "promoted":
-            return _promote_result(apply, [], [], [], f"Memory {rec.id} is already promoted ({rec.path})")
-        created = rec.created_dt or now
-        reason = promotion_reason(score, rec.use_count, created, now, s)
+        asked = store.resolve(ref)
+        score = record_score(asked, now, s)
+        if asked.status == "promoted":
+            return _promote_result(apply, [], [], [], f"Memory {asked.id} is already promoted ({asked.path})")
+        created = asked.created_dt or now
+        reason = promotion_reason(score, asked.use_count, created, now, s)
         if reason is None and force:
             reason = "Forced"
         if reason is None:
             why = (f"score {score:.2f} needs >= {s.promote_threshold:g} with at least one use, or "
                    f"{s.promote_use_count} uses within {s.promote_time_window_days:g} days "
-                   f"(has {rec.use_count}); use --force to promote anyway")
-            return _promote_result(apply, [], [], [], f"Memory {rec.id} does not meet the promotion criteria: {why}")
-        candidates = [Candidate(rec.path, rec.id or "", score, rec.use_count, created, reason)]
+                   f"(has {asked.use_count}); use --force to promote anyway")
+            return _promote_result(apply, [], [], [], f"Memory {asked.id} does not meet the promotion criteria: {why}")
+        candidates = [Candidate(asked.path, asked.id or "", score, asked.use_count, created, reason)]
     else:
         candidates = promotion_candidates(store, now)
     promoted: list[Candidate] = []
@@ -250,7 +251,8 @@ def promote(store: Memories, ref: str | None = None, auto: bool = False, apply: 
                         if cand.reason != "Forced":
                             reason = promotion_reason(cand.score, rec.use_count, rec.created_dt or now, now, s)
                             if reason is None:
-                                rec, why = None, f"no longer meets the criteria (score {cand.score:.4f}, used {rec.use_count}×)"
+                                why = f"no longer meets the criteria (score {cand.score:.4f}, used {rec.use_count}×)"
+                                rec = None
                             else:
                                 cand.reason = reason
                 if rec is None:
@@ -355,7 +357,7 @@ def observe(store: Memories, refs: Sequence[str], context_tags: Sequence[str] = 
             continue
         flags: dict[str, bool] = {}
 
-        def change(current: Record) -> dict[str, Any]:
+        def change(current: Record, flags: dict[str, bool] = flags) -> dict[str, Any]:
             cross = is_cross_domain(current.tags, context, s)
             flags["cross"] = cross
             review_count = int(notes.as_number(current.props.get("review_count"), 0)) + 1
@@ -474,8 +476,8 @@ def search_unified(store: Memories, q: UnifiedQuery) -> dict[str, Any]:
     total = len(unique)
     total_pages = max(1, math.ceil(total / page_size))
     window = unique[(page - 1) * page_size: page * page_size]
-    results = []
-    for rank, rec, score, relevance, source in window:
+    results: list[dict[str, Any]] = []
+    for rank, rec, decay_score, match, source in window:
         results.append({
             "id": rec.id,
             "source": source,
@@ -484,8 +486,8 @@ def search_unified(store: Memories, q: UnifiedQuery) -> dict[str, Any]:
             "tags": rec.tags,
             "status": rec.status if rec.kind == "memory" else None,
             "score": round(rank, 4),
-            "decay_score": None if score is None else round(score, 4),
-            "relevance": None if relevance is None else round(relevance, 4),
+            "decay_score": None if decay_score is None else round(decay_score, 4),
+            "relevance": None if match is None else round(match, 4),
             "last_used": iso(rec.last_used),
             "path": rec.path,
         })

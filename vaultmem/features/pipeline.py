@@ -274,7 +274,8 @@ def write_review(store: Memories, proposals: Sequence[dict[str, Any]], now: dt.d
         markers = pending_markers(store)
         pending = {m for ms in markers.values() for m in ms if not m.startswith("-")}
         today = markers.get(rel, set())
-        fresh, sections = [], defaultdict(list)
+        fresh: list[tuple[str, dict[str, Any]]] = []
+        sections: defaultdict[str, list[str]] = defaultdict(list)
         for p in proposals:
             key = _marker(p["action"], p["ids"])
             if key in pending or any(m.endswith(key) for m in today) or key in {f[0] for f in fresh}:
@@ -323,7 +324,7 @@ def apply_action(store: Memories, action: str, ids: Sequence[str]) -> dict[str, 
     if action == "merge":
         recs = [store.resolve(i) for i in ids]
         records = C.active_records(store)
-        vectors = dict(zip([r.id for r in records], C.build_vectors(records)))
+        vectors = dict(zip([r.id for r in records], C.build_vectors(records), strict=True))
         if any(r.id not in vectors for r in recs):
             raise VaultmemError("a memory of this merge is no longer active; nothing merged")
         sims = [C.similarity(vectors[a.id], vectors[b.id]) for n, a in enumerate(recs) for b in recs[n + 1:]]

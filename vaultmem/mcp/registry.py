@@ -132,7 +132,7 @@ def bound_content(memories: list[dict[str, Any]], preview_length: int | None,
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
-    handler: Callable[..., dict[str, Any]]
+    handler: Callable[..., dict[str, Any] | None]
     writes_vault: bool
     title: str
 
@@ -145,10 +145,10 @@ class ToolGroup(dict[str, ToolSpec]):
     """The tools one module defines, by name; the server registers each group explicitly."""
 
     def tool(self, *, writes_vault: bool,
-             title: str) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
+             title: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Add `fn(store, **params) -> dict` to this group as the MCP tool named like the function."""
 
-        def add(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        def add(fn: Callable[..., Any]) -> Callable[..., Any]:
             self[fn.__name__] = ToolSpec(fn.__name__, fn, writes_vault, title)
             return fn
 

@@ -95,7 +95,7 @@ class Bridge:
     async def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
         from mcp.types import CallToolResult, TextContent
 
-        def work() -> dict[str, Any]:
+        def work() -> dict[str, Any] | None:
             with self.metrics.timed("tools", spec.name):
                 for param, value in arguments.items():
                     reject_nul(param, value)
@@ -135,9 +135,9 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError
     from mcp.types import Resource, ToolAnnotations
 
-    bridge = bridge or Bridge(store)
+    active: Bridge = bridge or Bridge(store)
 
-    class VaultServer(MCPServer):  # type: ignore[misc]
+    class VaultServer(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             """Schema violations come back as one line that names the parameter, never the
             (possibly huge or sensitive) value the caller sent."""
@@ -153,7 +153,7 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
 
         async def list_resources(self) -> list[Resource]:
             """The best-scoring memories as browsable resources (bounded; read any by id)."""
-            found = await bridge.run(lambda: bridge.store.search(None, top_k=RESOURCE_LIST_LIMIT))
+            found = await active.run(lambda: active.store.search(None, top_k=RESOURCE_LIST_LIMIT))
             return [
                 Resource(uri=f"{URI_PREFIX}{m['id']}", name=m["path"].rsplit("/", 1)[-1][:-3],
                          description=(m["content"].splitlines() or [""])[0][:120], mime_type="text/markdown")
@@ -164,10 +164,10 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
     specs = registered(read_only)
     server = VaultServer(SERVER_NAME, title=f"vaultmem{mode}", version=__version__,
                          instructions=build_instructions({spec.name for spec in specs}))
-    server.bridge = bridge  # type: ignore[attr-defined]
+    server.bridge = active  # type: ignore[attr-defined]
     for spec in specs:
         server.add_tool(
-            _tool_function(bridge, spec), name=spec.name, title=spec.title, description=spec.description,
+            _tool_function(active, spec), name=spec.name, title=spec.title, description=spec.description,
             annotations=ToolAnnotations(title=spec.title, read_only_hint=not spec.writes_vault,
                                         destructive_hint=False, open_world_hint=False),
         )
@@ -177,7 +177,7 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
     async def read_memory(memory_id: str) -> str:
         try:
             ref = check_ref("memory_id", memory_id)
-            return escape_invisible((await bridge.run(lambda: bridge.store.note_text(ref)))["text"])
+            return escape_invisible((await active.run(lambda: active.store.note_text(ref)))["text"])
         except NotFound:
             raise ResourceNotFoundError(not_found(memory_id)) from None
         except VaultmemError as exc:

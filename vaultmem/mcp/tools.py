@@ -24,6 +24,7 @@ from pydantic import Field
 
 from vaultmem.base.errors import InvalidInput, NotFound, SecretBlocked
 from vaultmem.core.model import MAX_CONTENT, UnifiedQuery
+from vaultmem.mcp.metrics import MeteredStore
 from vaultmem.mcp.registry import (
     DEFAULT_PREVIEW,
     EVIDENCE_NOTICE,
@@ -471,7 +472,7 @@ def backfill_embeddings(
 
 # Metrics tools read the bridge's own counters, so they receive the Metrics object.
 @TOOLS.tool(writes_vault=False, title="Performance metrics")
-def get_performance_metrics(store: MemoryStore) -> dict[str, Any]:
+def get_performance_metrics(store: MeteredStore) -> dict[str, Any]:
     """Per-operation counts, errors and timings (total/avg/p95/max ms) since start or reset."""
     snapshot = store.metrics.snapshot()
     return {"success": True, **snapshot,
@@ -479,7 +480,7 @@ def get_performance_metrics(store: MemoryStore) -> dict[str, Any]:
 
 
 @TOOLS.tool(writes_vault=False, title="Reset performance metrics")
-def reset_performance_metrics(store: MemoryStore) -> dict[str, Any]:
+def reset_performance_metrics(store: MeteredStore) -> dict[str, Any]:
     """Reset all performance counters."""
     store.metrics.reset()
     return {"success": True, "message": "Performance metrics reset"}

@@ -40,7 +40,7 @@ STOPPING = True
 class PossessiveFilter(Filter):
     """`Caroline's` -> `Caroline`, `James'` -> `James`; typographic apostrophes -> `'`."""
 
-    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
+    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]  # whoosh: tokens in, tokens out
         for t in tokens:
             text = t.text.replace("\u2019", "'")
             if text.endswith(("'s", "'S")):

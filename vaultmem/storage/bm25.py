@@ -117,12 +117,12 @@ def docs_with(searcher: Any, field: str, values: Iterable[str],
         segid = _segment_id(reader) if cache is not None else None
         for value in values:
             key = (segid, offset, field, value)
-            ids = cache.get(key) if segid is not None else None
+            ids = cache.get(key) if cache is not None and segid is not None else None
             if ids is None:
                 matcher = _postings(reader, field, value)
                 ids = frozenset(d + offset for block, _weights in (_blocks(matcher) if matcher else ())
                                 for d in block)
-                if segid is not None:
+                if cache is not None and segid is not None:
                     cache[key] = ids
             found |= ids
         deleted = _deleted(reader)
@@ -154,7 +154,7 @@ def _lengths(reader: Any, field: str, cache: dict[Any, Any]) -> tuple[bytes, lis
         from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
         from whoosh.util.numeric import byte_to_length
 
-        column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
+        column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN) if perdoc is not None else None
         if column is None:
             found = lambda docnum: 1  # noqa: E731  (no lengths stored: Whoosh's default)
         elif getattr(column, "_typecode", None) == "B" and getattr(column, "_fixedlen", None) == 1:
@@ -193,11 +193,12 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
             lengths = _lengths(reader, field, cache)
             if isinstance(lengths, tuple):  # whoosh3: length bytes and their decoding table
                 raw, decoded = lengths
-                table = [None if n is None else k1 * ((1 - b) + b * n / avgfl) for n in decoded]
+                # Any: entry 0 is None, a length byte no posting carries (see _lengths)
+                table: list[Any] = [None if n is None else k1 * ((1 - b) + b * n / avgfl) for n in decoded]
             else:  # another release: a per-document accessor
                 raw, length = None, lengths
             for ids, weights in _blocks(matcher):
-                for d, tf in zip(ids, weights):
+                for d, tf in zip(ids, weights, strict=True):
                     doc = d + offset
                     if doc not in allowed:
                         continue

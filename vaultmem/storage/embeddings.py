@@ -225,7 +225,7 @@ def embed_records(records: Sequence[Record], vectors: VectorStore,
     for batch in iterator:
         texts = [embed_text(r) for r in batch]
         vecs = encode(texts)
-        vectors.put((r.id, text_hash(t), v) for r, t, v in zip(batch, texts, vecs))
+        vectors.put((r.id, text_hash(t), v) for r, t, v in zip(batch, texts, vecs, strict=True))
         done += len(batch)
     return done
 
@@ -273,4 +273,4 @@ def similarities(query: str, records: Sequence[Record], vectors: VectorStore) ->
         return {}
     q = encode_query(query)
     sims = mat[np.fromiter((n for _, n in wanted), dtype=np.int64)] @ q
-    return {path: float(s) for (path, _), s in zip(wanted, sims)}
+    return {path: float(s) for (path, _), s in zip(wanted, sims, strict=True)}

@@ -626,7 +626,7 @@ class Index:
         """BM25F matches as (path, relevance), best first, and whether that is every match.
 
         `fields` narrows where the words are looked for (the duplicate check: content only)."""
-        for attempt in range(5):
+        for _attempt in range(5):
             try:
                 return self._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=limit,
                                          fields=fields)
@@ -718,7 +718,7 @@ class Index:
         if tags:
             filters.append(("tags", tuple(t.lower() for t in tags)))
         key = repr(filters)
-        allowed = self._allowed_cache.get(key)
+        allowed: set[int] | None = self._allowed_cache.get(key)
         if allowed is None:
             for field, values in filters:
                 docs = bm25.docs_with(searcher, field, values, self._segment_docs)
@@ -726,7 +726,7 @@ class Index:
             if len(self._allowed_cache) > 64:
                 self._allowed_cache.clear()
             self._allowed_cache[key] = allowed
-        return allowed
+        return allowed if allowed is not None else set()
 
     def size_bytes(self) -> int:
         total = 0

@@ -188,7 +188,7 @@ def note_links(frontmatter: str | None, props: Mapping[str, Any], body: str, bod
 def _apply_fields(links: list[Link], tokens: list[Any], lines: list[str]) -> None:
     """Type the links of `key:: [[target]] (strength:: x) (k:: v)` lines."""
     by_line: dict[int, list[Link]] = {}
-    for link, tok in zip(links, tokens):
+    for link, tok in zip(links, tokens, strict=True):
         by_line.setdefault(tok.meta["nl"], []).append(link)
     for nl, line_links in by_line.items():
         text = lines[nl] if nl < len(lines) else ""
@@ -335,9 +335,9 @@ class Resolver:
             candidates = [p for p in self.by_name.get(key.rsplit("/", 1)[-1], ())
                           if _fold(p[:-3]).endswith("/" + key)]
             return _nearest(candidates, source)
-        candidates = self.by_name.get(key)
-        if candidates:
-            return candidates[0] if len(candidates) == 1 else _nearest(candidates, source)
+        named = self.by_name.get(key)
+        if named:
+            return named[0] if len(named) == 1 else _nearest(named, source)
         return _nearest(self.by_alias.get(key, []), source)
 
 
@@ -370,7 +370,8 @@ def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: boo
         affected |= keys_for(path, old_aliases)
     db.executemany("DELETE FROM links WHERE src = ?", [(p,) for p in stale])
     db.executemany("DELETE FROM aliases WHERE path = ?", [(p,) for p in stale])
-    link_rows, alias_rows = [], []
+    link_rows: list[tuple[Any, ...]] = []
+    alias_rows: list[tuple[Any, ...]] = []
     for rec in records:
         for pos, link in enumerate(getattr(rec, "_links", ())):
             link_rows.append((rec.path, pos, link.target, link.key, link.subpath, link.alias, int(link.embed),

@@ -80,7 +80,7 @@ def merge(vault: Any) -> bool:
         try:
             writer.commit(mergetype=policy)
         except BaseException:
-            if not writer.is_closed:
+            if not writer.is_closed:  # type: ignore[attr-defined]  # set by whoosh at run time, not declared
                 writer.cancel()
             raise
         return True

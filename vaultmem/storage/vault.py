@@ -141,8 +141,8 @@ class Vault:
                             found[entry.path[prefix_len:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
                     except OSError:
                         continue
-        for folder in (self.state_dir, self.state_dir / "state"):  # skipped by the walk above
-            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for state_folder in (self.state_dir, self.state_dir / "state"):  # skipped by the walk above
+            with contextlib.suppress(OSError), os.scandir(state_folder) as entries:
                 temp.extend(e.path for e in entries if TMP_MARK in e.name)
         self.temp_files = temp
         return found

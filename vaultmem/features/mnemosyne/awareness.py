@@ -139,9 +139,11 @@ def synthesize(store: Memories, topic: str) -> dict[str, Any]:
         mesh = len(agents) >= MESH_AGENTS
         if mesh:
             for item in cluster:
-                store.modify(recs[item["id"]], lambda cur: {
-                    "mesh_fact": True, "mesh_agents": agents, "mesh_at": now,
-                    "confidence": max(R.confidence_of(cur.props), MESH_CONFIDENCE)})
+                def mark(cur: Record, agents: list[str] = agents) -> dict[str, Any]:
+                    return {"mesh_fact": True, "mesh_agents": agents, "mesh_at": now,
+                            "confidence": max(R.confidence_of(cur.props), MESH_CONFIDENCE)}
+
+                store.modify(recs[item["id"]], mark)
         best = max(cluster, key=lambda i: (i["score"], i["confidenceScore"]))
         insights.append({"text": best["text"], "confidenceTag": "Mesh Fact" if mesh else best["confidenceTag"],
                          "agents": agents, "ids": [i["id"] for i in cluster]})

@@ -168,5 +168,5 @@ def list_(store: Memories) -> list[dict[str, Any]]:
             "chars": len(rec.content),
             "path": rec.path,
         })
-    result.sort(key=lambda b: b["name"])
+    result.sort(key=lambda b: str(b["name"]))
     return result

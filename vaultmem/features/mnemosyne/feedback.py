@@ -100,7 +100,7 @@ def apply(store: Memories, signal: str, memory_id: str | None = None,
     for rec in targets:
         outcome: dict[str, bool] = {}
 
-        def change(current: Record) -> dict[str, Any]:
+        def change(current: Record, outcome: dict[str, bool] = outcome) -> dict[str, Any]:
             hits = _count(current, "hit_count") + 1
             useful = _count(current, "useful_count") + (1 if signal == "positive" else 0)
             changes: dict[str, Any] = {"hit_count": hits, "useful_count": useful}

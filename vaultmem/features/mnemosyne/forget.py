@@ -33,7 +33,8 @@ def forget(store: Memories, memory_id: str | None = None, query: str | None = No
     if memory_id and memory_id.strip():
         rec = store.resolve(memory_id)
         if rec.status == "deleted":
-            raise NotFound(f"memory {rec.id[:8]} is already forgotten; `vaultmem restore {rec.id[:8]}` brings it back")
+            short = (rec.id or "")[:8]
+            raise NotFound(f"memory {short} is already forgotten; `vaultmem restore {short}` brings it back")
         return _delete(store, rec)
     text = (query or "").strip()
     if len(text) > 2000:
@@ -43,9 +44,10 @@ def forget(store: Memories, memory_id: str | None = None, query: str | None = No
     records = store.index.by_paths([p for p, _ in hits])
     scored = []
     for path, _bm25 in hits:
-        rec = records.get(path)
-        if rec is None or not is_visible(rec, agent):
+        found = records.get(path)
+        if found is None or not is_visible(found, agent):
             continue
+        rec = found
         scored.append((round(term_cosine(text, rec.content), 4), rec))
     scored.sort(key=lambda item: (-item[0], item[1].path))
     above = [item for item in scored if item[0] > AUTO_DELETE_SIMILARITY]
@@ -67,7 +69,7 @@ def restore(store: Memories, memory_id: str) -> dict[str, Any]:
     store.sync()
     rec = store.resolve(memory_id)
     if rec.status != "deleted":
-        raise InvalidInput(f"memory {rec.id[:8]} is not forgotten; nothing to restore")
+        raise InvalidInput(f"memory {(rec.id or '')[:8]} is not forgotten; nothing to restore")
     now = store.now()
     updated = store.modify(rec, lambda _cur: {"deleted": False, "restored_at": now})
     return {"status": "restored", "id": updated.id, "text": updated.content, "path": updated.path,

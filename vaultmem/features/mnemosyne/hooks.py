@@ -183,7 +183,8 @@ def parse_transcript(raw: str) -> tuple[list[tuple[str, str]], dict[str, Any]]:
     def add(obj: Any) -> None:
         if not isinstance(obj, dict):
             return
-        msg = obj.get("message") if isinstance(obj.get("message"), dict) else obj
+        message = obj.get("message")
+        msg = message if isinstance(message, dict) else obj
         role = _role(msg.get("role") or obj.get("type") or obj.get("role"))
         text = _text_of(msg.get("content")).strip()
         if role and text:

@@ -87,7 +87,7 @@ def store_memory(store: Memories, text: str, *, importance: float | None = None,
         return {"status": "duplicate", **base, "memoryType": dup.memory_type or base["memoryType"],
                 "entities": dup.entities, "confidenceTag": R.confidence_tag(R.confidence_of(dup.props)),
                 "duplicateOf": dup.id, "similarity": round(own[0][0], 4),
-                "message": f"Near-duplicate of {dup.id[:8]}; nothing was stored"}
+                "message": f"Near-duplicate of {(dup.id or '')[:8]}; nothing was stored"}
     linked = [rec for score, rec in similar if score > AUTO_LINK_SIMILARITY][:MAX_AUTO_LINKS]
     agents = {agent or ""} | {rec.agent or "" for score, rec in similar if score >= AUTO_LINK_SIMILARITY}
     agents.discard("")

@@ -154,7 +154,7 @@ def detect_intent(query: str) -> str:
 
 
 def weights_for(intent: str) -> dict[str, float]:
-    return dict(zip(SIGNALS, WEIGHTS[intent]))
+    return dict(zip(SIGNALS, WEIGHTS[intent], strict=True))
 
 
 # -- signals -----------------------------------------------------------------------------------
@@ -197,7 +197,7 @@ def type_relevance(intent: str, memory_type: str | None) -> float:
 
 def composite(signals: Mapping[str, float], intent: str, fading: bool = False) -> float:
     """sum(weight * signal) for the intent, times FADING_PENALTY when fading."""
-    total = sum(w * signals[name] for name, w in zip(SIGNALS, WEIGHTS[intent]))
+    total = sum(w * signals[name] for name, w in zip(SIGNALS, WEIGHTS[intent], strict=True))
     return total * (FADING_PENALTY if fading else 1.0)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from vaultmem.core import scoring
 from vaultmem.core.memories import Memories, Progress
-from vaultmem.core.model import UnifiedQuery
+from vaultmem.core.model import CLUSTER_THRESHOLD, COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MAX_CLUSTER_SIZE, UnifiedQuery
 from vaultmem.features import (
     activation,
     consolidate,
@@ -154,14 +154,14 @@ class MemoryStore(Memories):
     def skills(self, query: str | None = None, limit: int = 20) -> dict[str, Any]:
         return awareness.skills(self, query, limit, viewer=self.agent)
 
-    def cluster(self, threshold: float = 0.83, max_cluster_size: int = 12, find_duplicates: bool = False,
-                duplicate_threshold: float = 0.88) -> dict[str, Any]:
+    def cluster(self, threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE,
+                find_duplicates: bool = False, duplicate_threshold: float = DUPLICATE_PAIR_THRESHOLD) -> dict[str, Any]:
         """Clusters of similar memories (stable ids), or likely duplicate pairs."""
         return consolidate.cluster(self, threshold, max_cluster_size, find_duplicates, duplicate_threshold)
 
     def consolidate(self, cluster_id: str | None = None, mode: str = "preview", auto_detect: bool = False,
-                    cohesion_threshold: float = 0.75, threshold: float = 0.83,
-                    max_cluster_size: int = 12) -> dict[str, Any]:
+                    cohesion_threshold: float = COHESION_THRESHOLD, threshold: float = CLUSTER_THRESHOLD,
+                    max_cluster_size: int = MAX_CLUSTER_SIZE) -> dict[str, Any]:
         """Preview, merge (apply) or link a cluster, or every cluster above cohesion_threshold."""
         return consolidate.consolidate(self, cluster_id, mode, auto_detect, cohesion_threshold,
                                        threshold, max_cluster_size)

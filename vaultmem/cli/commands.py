@@ -23,7 +23,15 @@ from vaultmem.cli.common import (
     vault_option,
     warn_malformed,
 )
-from vaultmem.core.model import MEMORY_TYPES, STATUS_FILTERS, UnifiedQuery
+from vaultmem.core.model import (
+    CLUSTER_THRESHOLD,
+    COHESION_THRESHOLD,
+    DUPLICATE_PAIR_THRESHOLD,
+    MAX_CLUSTER_SIZE,
+    MEMORY_TYPES,
+    STATUS_FILTERS,
+    UnifiedQuery,
+)
 from vaultmem.text import format_unified
 
 
@@ -747,12 +755,12 @@ def watch(once: bool, show_status: bool, verbose: bool, vault: str | None, as_js
 
 
 @click.command()
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=CLUSTER_THRESHOLD, show_default=True,
               help="Similarity that links two memories into a cluster.")
-@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,
+@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=MAX_CLUSTER_SIZE, show_default=True,
               help="Largest cluster to form.")
 @click.option("--duplicates", is_flag=True, help="List likely duplicate pairs instead of clusters.")
-@click.option("--duplicate-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.88,
+@click.option("--duplicate-threshold", type=click.FloatRange(0, 1, min_open=True), default=DUPLICATE_PAIR_THRESHOLD,
               show_default=True, help="Similarity for a duplicate pair.")
 @vault_option
 @output_options
@@ -786,15 +794,15 @@ def cluster(threshold: float, max_cluster_size: int, duplicates: bool, duplicate
 @click.option("--auto", "auto_detect", is_flag=True, help="Every cluster with cohesion >= --cohesion-threshold.")
 @click.option("--mode", type=click.Choice(["preview", "apply", "link"]), default="preview", show_default=True,
               help="preview: show the merge; apply: merge and archive originals; link: related relations.")
-@click.option("--cohesion-threshold", type=click.FloatRange(0, 1), default=0.75, show_default=True,
+@click.option("--cohesion-threshold", type=click.FloatRange(0, 1), default=COHESION_THRESHOLD, show_default=True,
               help="Minimum cohesion to merge (and to pick clusters with --auto).")
 @click.option("--deep", is_flag=True, help="Mnemosyne's four phases: contradictions, near-duplicates, "
               "promotion, demotion (applies changes).")
 @click.option("--batch", type=click.IntRange(1, 1000), default=100, show_default=True,
               help="With --deep: memories to examine (most recently used first).")
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.83, show_default=True,
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=CLUSTER_THRESHOLD, show_default=True,
               help="Clustering threshold (use the one you passed to `vaultmem cluster`).")
-@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=12, show_default=True,
+@click.option("--max-cluster-size", type=click.IntRange(2, 100), default=MAX_CLUSTER_SIZE, show_default=True,
               help="Clustering size cap (as for `vaultmem cluster`).")
 @vault_option
 @output_options

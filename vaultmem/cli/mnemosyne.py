@@ -17,6 +17,7 @@ from vaultmem.cli.common import (
     output_options,
     vault_option,
 )
+from vaultmem.core.model import MEMORY_TYPES
 
 
 def agent_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -428,8 +429,7 @@ def skills(query: str | None, limit: int, agent: str | None, vault: str | None, 
 @click.command(name="store")
 @click.argument("text")
 @click.option("--importance", type=click.FloatRange(0.0, 1.0), help="Importance 0.0-1.0 (default: from urgency x domain).")
-@click.option("--category", type=click.Choice(["episodic", "semantic", "preference", "relationship", "procedural",
-                                               "profile", "core"]), help="Memory type (default: classified).")
+@click.option("--category", type=click.Choice(MEMORY_TYPES), help="Memory type (default: classified).")
 @click.option("--event-time", help="When it happened, ISO 8601 (default: now).")
 @click.option("--private", is_flag=True, help="Visible to this agent only (needs --agent).")
 @agent_option

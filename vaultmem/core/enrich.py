@@ -23,7 +23,6 @@ from typing import Any
 from vaultmem.base.config import TEMPLATE_DIR
 from vaultmem.base.errors import ConfigError
 
-MEMORY_TYPES = ("episodic", "semantic", "preference", "relationship", "procedural", "profile", "core")
 URGENCIES = ("critical", "important", "reference", "background")
 DOMAINS = ("technical", "personal", "project", "knowledge", "general")
 MAX_ENTITIES = 100

@@ -38,6 +38,7 @@ from vaultmem.core.model import (
     validate_content,
     validate_tags,
     validate_window_and_score,
+    visible_to,
 )
 from vaultmem.core.scoring import Ranked
 from vaultmem.storage import note as notes
@@ -709,7 +710,7 @@ class Memories:
 
     def visible(self, rec: Record) -> bool:
         """A private memory (`private: true`) is shown to its own agent only (self.agent)."""
-        return rec.props.get("private") is not True or (bool(self.agent) and rec.agent == self.agent)
+        return visible_to(rec, self.agent)
 
     def _agent(self, agent: str | None) -> str | None:
         return agent if agent else self.agent

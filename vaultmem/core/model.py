@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput
 from vaultmem.storage import note as notes
+
+if TYPE_CHECKING:
+    from vaultmem.storage.index import Record
 
 MAX_CONTENT = 50_000
 MAX_TAGS = 50
@@ -18,6 +22,12 @@ STATUS_FILTERS = ("active", "promoted", "archived", "all")
 DEFAULT_STATUSES = ("active", "promoted")
 LIVE_STATUSES = ("active", "promoted", "archived")  # "all" still leaves soft-deleted memories out
 SEARCH_MODES = ("lexical", "semantic", "hybrid")
+MAX_PAGE_SIZE = 100
+# Clustering defaults (cluster_memories / consolidate_memories, the CortexGraph seed's values)
+CLUSTER_THRESHOLD = 0.83  # similarity that links two memories into a cluster
+MAX_CLUSTER_SIZE = 12
+DUPLICATE_PAIR_THRESHOLD = 0.88  # similarity at which cluster(find_duplicates) reports a pair
+COHESION_THRESHOLD = 0.75  # consolidate(auto_detect) acts on clusters at least this cohesive
 
 
 def validate_content(content: str) -> str:
@@ -104,3 +114,29 @@ class UnifiedQuery:
         if len(text) > 2000:
             raise InvalidInput(f"query is {len(text)} characters; keep it under 2000")
         return dataclasses.replace(self, query=text, tags=validate_tags(self.tags))
+
+
+def paginate(items: Sequence[Any], page: int | None, page_size: int | None,
+             default_size: int = 10) -> tuple[list[Any], dict[str, Any]]:
+    """One page of `items` and the seeds' pagination block (`page`, `page_size`, `total_count`,
+    `total_pages`, `has_more`); InvalidInput names a page or size out of range."""
+    page = 1 if page is None else page
+    page_size = default_size if page_size is None else page_size
+    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+        raise InvalidInput(f"page must be 1 or more, got {page!r}")
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}, got {page_size!r}")
+    total = len(items)
+    total_pages = max(1, math.ceil(total / page_size))
+    start = (page - 1) * page_size
+    return list(items[start:start + page_size]), {
+        "page": page, "page_size": page_size, "total_count": total,
+        "total_pages": total_pages, "has_more": start + page_size < total,
+    }
+
+
+def visible_to(rec: Record, agent: str | None) -> bool:
+    """A private memory (`private: true`) is visible to its own agent only; the rest to all."""
+    if rec.props.get("private") is True:
+        return bool(agent) and rec.agent == agent
+    return True

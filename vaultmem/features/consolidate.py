@@ -21,6 +21,7 @@ from typing import Any
 
 from vaultmem.base.errors import ConflictError, InvalidInput, NotFound
 from vaultmem.core.memories import Memories
+from vaultmem.core.model import CLUSTER_THRESHOLD, COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MAX_CLUSTER_SIZE
 from vaultmem.features import graph, lifecycle
 from vaultmem.storage import note as notes
 from vaultmem.storage.index import Record
@@ -172,7 +173,7 @@ def active_records(store: Memories) -> list[Record]:
     return sorted(store.index.records(ACTIVE_WHERE), key=lambda r: r.id or r.path)
 
 
-def find_clusters(records: Sequence[Record], threshold: float = 0.83, max_cluster_size: int = 12,
+def find_clusters(records: Sequence[Record], threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE,
                   vectors: Sequence[Vector] | None = None) -> list[Cluster]:
     """Greedy single-linkage over pairs >= threshold, strongest first, capped at max_cluster_size.
 
@@ -237,8 +238,8 @@ def cluster_dict(c: Cluster) -> dict[str, Any]:
     }
 
 
-def cluster(store: Memories, threshold: float = 0.83, max_cluster_size: int = 12,
-            find_duplicates: bool = False, duplicate_threshold: float = 0.88) -> dict[str, Any]:
+def cluster(store: Memories, threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE,
+            find_duplicates: bool = False, duplicate_threshold: float = DUPLICATE_PAIR_THRESHOLD) -> dict[str, Any]:
     """The seed's `cluster_memories`: clusters of similar memories, or duplicate pairs."""
     for name, value in (("threshold", threshold), ("duplicate_threshold", duplicate_threshold)):
         if not 0.0 < value <= 1.0:
@@ -492,8 +493,8 @@ MODES = ("preview", "apply", "link")
 
 
 def consolidate(store: Memories, cluster_id_: str | None = None, mode: str = "preview",
-                auto_detect: bool = False, cohesion_threshold: float = 0.75,
-                threshold: float = 0.83, max_cluster_size: int = 12) -> dict[str, Any]:
+                auto_detect: bool = False, cohesion_threshold: float = COHESION_THRESHOLD,
+                threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE) -> dict[str, Any]:
     """The seed's `consolidate_memories`: preview, merge (apply) or link one cluster or all
     clusters with cohesion >= cohesion_threshold (auto)."""
     if mode not in MODES:

@@ -21,11 +21,11 @@ from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound
 from vaultmem.base.timeutil import format_time, parse_time
 from vaultmem.core import decay, secrets
 from vaultmem.core.memories import Memories
+from vaultmem.core.model import MAX_PAGE_SIZE, paginate
 from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
 from vaultmem.storage.index import Record
 
-MAX_PAGE_SIZE = 100
 MAX_IDS = 100
 GRAPH_STATUSES = ("active", "promoted", "archived", "all")
 _LINK_COLUMNS = ("l.src, l.pos, l.target, l.target_key, l.subpath, l.alias, l.embed, l.type, l.strength, l.meta,"
@@ -109,23 +109,6 @@ def edge_dict(edge: Edge) -> dict[str, Any]:
         "to_path": edge.dst,
         "target": edge.target,
         "line": edge.line,
-    }
-
-
-def paginate(items: Sequence[Any], page: int | None, page_size: int | None,
-             default_size: int = 10) -> tuple[list[Any], dict[str, Any]]:
-    page = 1 if page is None else page
-    page_size = default_size if page_size is None else page_size
-    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-        raise InvalidInput(f"page must be 1 or more, got {page!r}")
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}, got {page_size!r}")
-    total = len(items)
-    total_pages = max(1, math.ceil(total / page_size))
-    start = (page - 1) * page_size
-    return list(items[start:start + page_size]), {
-        "page": page, "page_size": page_size, "total_count": total,
-        "total_pages": total_pages, "has_more": start + page_size < total,
     }
 
 

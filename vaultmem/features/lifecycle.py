@@ -12,7 +12,6 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -21,7 +20,7 @@ from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound, Vaultmem
 from vaultmem.base.timeutil import days_between
 from vaultmem.core import decay
 from vaultmem.core.memories import Memories
-from vaultmem.core.model import UnifiedQuery
+from vaultmem.core.model import UnifiedQuery, paginate
 from vaultmem.core.scoring import (
     _access_list,
     _urgency,
@@ -473,9 +472,7 @@ def search_unified(store: Memories, q: UnifiedQuery) -> dict[str, Any]:
         unique.append(item)
         if len(unique) >= limit:
             break
-    total = len(unique)
-    total_pages = max(1, math.ceil(total / page_size))
-    window = unique[(page - 1) * page_size: page * page_size]
+    window, pagination = paginate(unique, page, page_size)
     results: list[dict[str, Any]] = []
     for rank, rec, decay_score, match, source in window:
         results.append({
@@ -491,8 +488,6 @@ def search_unified(store: Memories, q: UnifiedQuery) -> dict[str, Any]:
             "last_used": iso(rec.last_used),
             "path": rec.path,
         })
-    pagination = {"page": page, "page_size": page_size, "total_count": total, "total_pages": total_pages,
-                  "has_more": page < total_pages}
     return {
         "success": True,
         "count": len(results),

@@ -11,10 +11,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from vaultmem.base.errors import NotFound
+from vaultmem.core.model import MEMORY_TYPES
 from vaultmem.mcp.registry import EVIDENCE_NOTICE, ToolGroup, check_ref, not_found
 from vaultmem.store import MemoryStore
 
 TOOLS = ToolGroup()
+Category = Literal[MEMORY_TYPES]  # type: ignore[valid-type]  # the model's tuple as the schema's enum
 
 Query = Annotated[str, Field(min_length=1, max_length=2000, description="Natural language query.")]
 BlockName = Annotated[str, Field(min_length=1, max_length=100, description="Block name, e.g. project_status.")]
@@ -118,8 +120,7 @@ def memory_store(
     text: Annotated[str, Field(min_length=1, max_length=50_000, description="Content to memorize (~500 chars is best).")],
     importance: Annotated[float, Field(ge=0.0, le=1.0, description="Importance 0.0-1.0 (default: computed).")]
     | None = None,
-    category: Annotated[Literal["episodic", "semantic", "preference", "relationship", "procedural", "profile", "core"],
-                        Field(description="Memory type (default: classified).")] | None = None,
+    category: Annotated[Category, Field(description="Memory type (default: classified).")] | None = None,
     eventTime: Annotated[str, Field(max_length=40, description="When it happened, ISO 8601 (default: now).")]
     | None = None,
     private: Annotated[bool, Field(description="Visible to this server's agent only.")] = False,

@@ -12,12 +12,11 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from vaultmem.base.errors import InvalidInput
-from vaultmem.core.model import MAX_TAG_CHARS, MAX_TAGS
+from vaultmem.core.model import MAX_PAGE_SIZE, MAX_TAG_CHARS, MAX_TAGS
 
 SERVER_NAME = "vaultmem"
 URI_PREFIX = "vaultmem://memory/"
 MAX_IDS = 100
-MAX_PAGE_SIZE = 100
 DEFAULT_PREVIEW = 300
 MAX_PREVIEW = 5000
 RESPONSE_CONTENT_BUDGET = 100_000  # characters of memory text in one result, all memories together
@@ -77,19 +76,6 @@ def validation_message(exc: Any) -> str:
 
 def not_found(ref: str, param: str = "memory_id") -> str:
     return f"{param}: no memory matches {ref!r}; find the id with search_memory"
-
-
-def paginate(items: list[Any], page: int | None, page_size: int | None) -> tuple[list[Any], dict[str, Any]]:
-    """One page of `items` and the seed's pagination block."""
-    page = page or 1
-    size = page_size or 10
-    total = len(items)
-    pages = max(1, -(-total // size))
-    start = (page - 1) * size
-    return items[start:start + size], {
-        "page": page, "page_size": size, "total_count": total, "total_pages": pages,
-        "has_more": start + size < total,
-    }
 
 
 # Invisible characters that can hide text from the person while a model still reads it

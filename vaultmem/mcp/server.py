@@ -32,6 +32,7 @@ from typing import Any
 
 from vaultmem import __version__
 from vaultmem.base.errors import NotFound, VaultmemError, one_line
+from vaultmem.core.model import paginate  # noqa: F401  (re-exported for tests)
 from vaultmem.mcp import mnemosyne, tools
 from vaultmem.mcp.metrics import MeteredStore, Metrics
 from vaultmem.mcp.registry import (  # noqa: F401  (re-exported for tests and embedders)
@@ -42,7 +43,6 @@ from vaultmem.mcp.registry import (  # noqa: F401  (re-exported for tests and em
     check_ref,
     escape_invisible,
     not_found,
-    paginate,
     reject_nul,
     validation_message,
 )

@@ -23,7 +23,15 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from vaultmem.base.errors import InvalidInput, NotFound, SecretBlocked
-from vaultmem.core.model import MAX_CONTENT, UnifiedQuery
+from vaultmem.core.model import (
+    CLUSTER_THRESHOLD,
+    COHESION_THRESHOLD,
+    DUPLICATE_PAIR_THRESHOLD,
+    MAX_CLUSTER_SIZE,
+    MAX_CONTENT,
+    UnifiedQuery,
+    paginate,
+)
 from vaultmem.mcp.metrics import MeteredStore
 from vaultmem.mcp.registry import (
     DEFAULT_PREVIEW,
@@ -39,7 +47,6 @@ from vaultmem.mcp.registry import (
     bound_content,
     check_ref,
     not_found,
-    paginate,
 )
 from vaultmem.store import MemoryStore
 from vaultmem.text import format_unified
@@ -320,12 +327,13 @@ def cap_list(result: dict[str, Any], key: str, limit: int) -> None:
 def cluster_memories(
     store: MemoryStore,
     strategy: Annotated[str, Field(max_length=50, description='Clustering strategy; only "similarity".')] = "similarity",
-    threshold: Annotated[Threshold, Field(description="Similarity that links two memories (0-1, default 0.83).")] | None = None,
+    threshold: Annotated[Threshold, Field(
+        description=f"Similarity that links two memories (0-1, default {CLUSTER_THRESHOLD}).")] | None = None,
     max_cluster_size: Annotated[int, Field(ge=1, le=100,
-                                           description="Largest cluster (2-100, default 12).")] | None = None,
+                                           description=f"Largest cluster (2-100, default {MAX_CLUSTER_SIZE}).")] | None = None,
     find_duplicates: Annotated[bool, Field(description="List likely duplicate pairs instead of clusters.")] = False,
     duplicate_threshold: Annotated[Threshold, Field(
-        description="Similarity for a duplicate pair (0-1, default 0.88).")] | None = None,
+        description=f"Similarity for a duplicate pair (0-1, default {DUPLICATE_PAIR_THRESHOLD}).")] | None = None,
 ) -> dict[str, Any]:
     """Groups of similar memories with stable ids (pass one to consolidate_memories), or duplicate pairs.
 
@@ -333,10 +341,10 @@ def cluster_memories(
     """
     if strategy != "similarity":
         raise InvalidInput(f'strategy must be "similarity", got {strategy!r}')
-    result = store.cluster(threshold=0.83 if threshold is None else threshold,
-                           max_cluster_size=12 if max_cluster_size is None else max_cluster_size,
+    result = store.cluster(threshold=CLUSTER_THRESHOLD if threshold is None else threshold,
+                           max_cluster_size=MAX_CLUSTER_SIZE if max_cluster_size is None else max_cluster_size,
                            find_duplicates=find_duplicates,
-                           duplicate_threshold=0.88 if duplicate_threshold is None else duplicate_threshold)
+                           duplicate_threshold=DUPLICATE_PAIR_THRESHOLD if duplicate_threshold is None else duplicate_threshold)
     cap_list(result, "clusters", MAX_CLUSTERS_SHOWN)
     cap_list(result, "duplicates", MAX_DUPLICATES_SHOWN)
     return result
@@ -350,13 +358,14 @@ def consolidate_memories(
     mode: Annotated[str, Field(max_length=20, description='"preview" (default), "apply" (merge) or "link".')] = "preview",
     auto_detect: Annotated[bool, Field(description="Act on every cluster with cohesion >= cohesion_threshold.")] = False,
     cohesion_threshold: Annotated[float, Field(ge=0.0, le=1.0,
-                                               description="Minimum cohesion to merge (0-1, default 0.75).")] = 0.75,
+                                               description=f"Minimum cohesion to merge (0-1, default {COHESION_THRESHOLD}).")
+                                  ] = COHESION_THRESHOLD,
 ) -> dict[str, Any]:
     """Preview, merge (mode=apply) or link (mode=link) a cluster of similar memories.
 
     apply writes one merged memory and moves the originals to memory/archive/ (nothing is
     deleted); link adds `related` relations both ways. Clusters are those of cluster_memories
-    at its default threshold (0.83) and size (12).
+    at its default threshold (CLUSTER_THRESHOLD, 0.83) and size (MAX_CLUSTER_SIZE, 12).
     """
     if mode not in ("preview", "apply", "link"):
         raise InvalidInput(f'mode must be "preview", "apply" or "link", got {mode!r}')

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput
 from vaultmem.core.memories import Memories
+from vaultmem.core.model import visible_to
 from vaultmem.features.mnemosyne import recall as R
 from vaultmem.storage.index import iso
 from vaultmem.storage.links import JSON_VALUES
@@ -40,7 +41,7 @@ def _check_agent(agent: str, what: str = "agent") -> str:
 
 def _live(store: Memories, viewer: str | None) -> list[Record]:
     rows = store.index.records("kind = 'memory' AND status IN ('active', 'promoted', 'archived')")
-    return [r for r in rows if R.is_visible(r, viewer)]
+    return [r for r in rows if visible_to(r, viewer)]
 
 
 def _knowledge(store: Memories, agent: str, topic: str, limit: int, viewer: str | None) -> list[dict[str, Any]]:

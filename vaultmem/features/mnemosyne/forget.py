@@ -16,7 +16,8 @@ from typing import Any
 
 from vaultmem.base.errors import InvalidInput, NotFound
 from vaultmem.core.memories import Memories
-from vaultmem.features.mnemosyne.recall import _plain, is_visible, term_cosine
+from vaultmem.core.model import visible_to
+from vaultmem.features.mnemosyne.recall import _plain, term_cosine
 
 AUTO_DELETE_SIMILARITY = 0.9
 MAX_CANDIDATES = 5
@@ -45,7 +46,7 @@ def forget(store: Memories, memory_id: str | None = None, query: str | None = No
     scored = []
     for path, _bm25 in hits:
         found = records.get(path)
-        if found is None or not is_visible(found, agent):
+        if found is None or not visible_to(found, agent):
             continue
         rec = found
         scored.append((round(term_cosine(text, rec.content), 4), rec))

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.base.errors import InvalidInput, SecretBlocked
 from vaultmem.base.timeutil import format_time, parse_time
 from vaultmem.core.memories import Memories
+from vaultmem.core.model import MEMORY_TYPES, visible_to
 from vaultmem.features.mnemosyne import recall as R
 
 if TYPE_CHECKING:
     from vaultmem.storage.index import Record
 
-MEMORY_TYPES = ("episodic", "semantic", "preference", "relationship", "procedural", "profile", "core")
 DUPLICATE_SIMILARITY = 0.92
 AUTO_LINK_SIMILARITY = 0.70
 MAX_AUTO_LINKS = 5
@@ -43,7 +43,7 @@ def _similar(store: Memories, text: str, agent: str | None) -> list[tuple[float,
     scored = []
     for path, _bm25 in hits:
         rec = records.get(path)
-        if rec is not None and R.is_visible(rec, agent):
+        if rec is not None and visible_to(rec, agent):
             scored.append((R.term_cosine(text, rec.content), rec))
     scored.sort(key=lambda item: (-item[0], item[1].path))
     return scored

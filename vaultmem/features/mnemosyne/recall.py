@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.timeutil import days_between, format_time, parse_time
 from vaultmem.core.memories import Memories
+from vaultmem.core.model import visible_to
 from vaultmem.storage import note as notes
 from vaultmem.storage.links import JSON_VALUES
 
@@ -235,13 +236,6 @@ def decay_status(rec: Record, now: dt.datetime, settings: Any) -> str:
     return "fading" if status == "archived" else status
 
 
-def is_visible(rec: Record, agent: str | None) -> bool:
-    """Private memories are visible to their own agent only."""
-    if rec.props.get("private") is True:
-        return bool(agent) and rec.agent == agent
-    return True
-
-
 # -- diversity ---------------------------------------------------------------------------------
 
 
@@ -424,7 +418,7 @@ def recall(store: Memories, query: str, *, limit: int = 5, min_score: float = 0.
     scored = []
     for path, bm25 in hits:
         rec = records.get(path)
-        if rec is None or not is_visible(rec, agent):
+        if rec is None or not visible_to(rec, agent):
             continue
         if only_agent is not None and rec.agent != only_agent:
             continue

@@ -240,20 +240,26 @@ class Memories:
 
         return get_enricher(self.vault.state_dir / "templates", self.settings.spacy_model)
 
-    def find_duplicate(self, content: str) -> tuple[Record, float] | None:
-        """A near-identical active memory (see `enrich.similarity`), found through the index."""
+    def find_duplicate(self, content: str, accept: Callable[[Record], bool] | None = None,
+                       pool: int = 5) -> tuple[Record, float] | None:
+        """A near-identical active memory (see `enrich.similarity`), found through the index:
+        vaultmem's one near-duplicate detector (save and Mnemosyne's memory_store both use it).
+
+        `accept` narrows the memories that count (memory_store: the same agent's own), and
+        `pool` is how many of the best content matches are compared.
+        """
         from vaultmem.core.enrich import duplicate_query, similarity
 
         query = duplicate_query(content)
         if not query:
             return None
-        hits, _total = self.index.search(query, kinds=("memory",), statuses=DEFAULT_STATUSES, limit=5,
+        hits, _total = self.index.search(query, kinds=("memory",), statuses=DEFAULT_STATUSES, limit=pool,
                                          fields=("content",))
         records = self.index.by_paths([p for p, _ in hits])
         best: tuple[Record, float] | None = None
         for path, _score in hits:
             rec = records.get(path)
-            if rec is None:
+            if rec is None or (accept is not None and not accept(rec)):
                 continue
             sim = similarity(content, rec.content)
             if sim >= self.settings.duplicate_threshold and (best is None or sim > best[1]):

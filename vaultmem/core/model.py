@@ -9,7 +9,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput
-from vaultmem.storage import note as notes
 
 if TYPE_CHECKING:
     from vaultmem.storage.index import Record
@@ -51,11 +50,13 @@ def validate_window_and_score(window_days: float | None, min_score: float | None
 
 
 def validate_tags(tags: Sequence[str] | None) -> list[str]:
+    from vaultmem.storage.note import normalise_tag  # here, not at the top: `vaultmem --help` imports this module
+
     result: list[str] = []
     for raw in tags or ():
         if not isinstance(raw, str):
             raise InvalidInput(f"tag {raw!r} is not text")
-        tag = notes.normalise_tag(raw)
+        tag = normalise_tag(raw)
         if not tag:
             raise InvalidInput("a tag is empty; drop it or give it a name")
         if len(tag) > MAX_TAG_CHARS:

@@ -26,7 +26,6 @@ from vaultmem.features.mnemosyne import recall as R
 if TYPE_CHECKING:
     from vaultmem.storage.index import Record
 
-DUPLICATE_SIMILARITY = 0.92
 AUTO_LINK_SIMILARITY = 0.70
 MAX_AUTO_LINKS = 5
 CANDIDATE_POOL = 50
@@ -79,14 +78,15 @@ def store_memory(store: Memories, text: str, *, importance: float | None = None,
     similar = _similar(store, text, agent)
     base = {"linkedCount": 0, "classification": classification, "memoryType": category or "semantic",
             "entities": [], "priorityScore": importance if importance is not None else R.DEFAULT_IMPORTANCE}
-    # A near-identical memory of the same agent is a duplicate; the same fact from another
-    # agent is stored: independent holders are what makes a Mesh Fact.
-    own = [(score, rec) for score, rec in similar if score >= DUPLICATE_SIMILARITY and (rec.agent or None) == agent]
-    if own:
-        dup = own[0][1]
+    # A near-identical memory of the same agent (save's detector, `duplicate_threshold`) is a
+    # duplicate; the same fact from another agent is stored: independent holders make a Mesh Fact.
+    own = store.find_duplicate(text, accept=lambda rec: (rec.agent or None) == agent and visible_to(rec, agent),
+                               pool=CANDIDATE_POOL)
+    if own is not None:
+        dup, dup_similarity = own
         return {"status": "duplicate", **base, "memoryType": dup.memory_type or base["memoryType"],
                 "entities": dup.entities, "confidenceTag": R.confidence_tag(R.confidence_of(dup.props)),
-                "duplicateOf": dup.id, "similarity": round(own[0][0], 4),
+                "duplicateOf": dup.id, "similarity": round(dup_similarity, 4),
                 "message": f"Near-duplicate of {(dup.id or '')[:8]}; nothing was stored"}
     linked = [rec for score, rec in similar if score > AUTO_LINK_SIMILARITY][:MAX_AUTO_LINKS]
     agents = {agent or ""} | {rec.agent or "" for score, rec in similar if score >= AUTO_LINK_SIMILARITY}

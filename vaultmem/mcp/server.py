@@ -1,13 +1,8 @@
 """The MCP bridge: the seed's tools over stdio, each a thin call into `MemoryStore`.
 
 The tools live in `tools.py` (CortexGraph) and `mnemosyne.py`, each module a `ToolGroup`;
-this module registers both groups explicitly (`TOOLS`) and serves them. A tool looks like:
-
-    @TOOLS.tool(writes_vault=True, title="Garbage-collect weak memories")
-    def gc(store: MemoryStore, dry_run: bool = True, archive_instead: bool = False,
-           limit: Annotated[int, Field(ge=1, le=10_000)] | None = None) -> dict[str, Any]:
-        \"\"\"Move short-term memories whose score fell below the forget threshold out of the way.\"\"\"
-        return store.gc(apply=not dry_run, delete=not archive_instead, limit=limit)
+this module registers both groups explicitly (`TOOLS`) and serves them (`tools.py` shows how
+a tool is written).
 
 The function's parameters (with `Annotated[..., Field(...)]` bounds) become the tool's
 JSON schema, so the SDK rejects out-of-range input before the function runs; the function

@@ -179,8 +179,8 @@ class Vault:
         return f".{path.name[:60]}{TMP_MARK}{os.getpid()}-"
 
     # -- writing --------------------------------------------------------------------------
-    def write_text(self, path: Path, text: str) -> None:
-        """Atomic write: a temp file in the same folder, fsync, then os.replace."""
+    def _synced_temp(self, path: Path, text: str) -> str:
+        """A temp file beside `path` holding `text`, fsynced; the caller puts it in place."""
         import tempfile
 
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -190,6 +190,16 @@ class Vault:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        return tmp
+
+    def write_text(self, path: Path, text: str) -> None:
+        """Atomic write: a temp file in the same folder, fsync, then os.replace."""
+        tmp = self._synced_temp(path, text)
+        try:
             try:
                 os.chmod(tmp, os.stat(path).st_mode & 0o7777)
             except FileNotFoundError:
@@ -202,15 +212,8 @@ class Vault:
 
     def create_exclusive(self, path: Path, text: str) -> None:
         """Write a new note, never replacing an existing file of that name."""
-        import tempfile
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=self._temp_prefix(path), dir=path.parent)
+        tmp = self._synced_temp(path, text)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
             os.chmod(tmp, 0o644)
             os.link(tmp, path)  # fails if the name is taken: no clobbering
         finally:

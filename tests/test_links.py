@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -198,3 +200,20 @@ def test_in_lists_are_padded_to_a_few_statement_shapes(tmp_path):
     links = store.index.db.execute("SELECT src, dst FROM links ORDER BY src").fetchall()
     assert links == [(f"memory/stm/n{i}.md", f"memory/stm/n{(i + 1) % 5}.md") for i in range(5)]
     store.close()
+
+
+def test_every_link_of_a_long_note_reports_its_real_line():
+    """Lines are counted on from the previous link (linear), across paragraphs, lists and tables."""
+    from vaultmem.storage.links import parse_links
+
+    parts = []
+    for i in range(3000):
+        parts.append(f"- item [[a{i}]] and [[b{i}]]\n" if i % 3 else f"\nparagraph {i} ![[c{i}.png]]\n\n| [[t{i}]] |\n")
+    body = "".join(parts)
+    expected = {}
+    for n, line in enumerate(body.splitlines(), 1):
+        for target in re.findall(r"\[\[([^\]]+)\]\]", line):
+            expected[target] = n + 4  # the body starts after a 4-line frontmatter
+    found = parse_links(body, 4)
+    assert {link.target: link.line for link in found} == expected
+    assert len(found) == len(expected) == 6000

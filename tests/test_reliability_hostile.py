@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from reliability_helpers import mid, report, snapshot, write_memory
+from reliability_helpers import NOW, mid, report, snapshot, write_memory
 
 from vaultmem.base.errors import InvalidInput
 from vaultmem.cli import cli
@@ -447,3 +448,46 @@ def test_an_event_time_before_year_one_in_utc_is_a_clear_error(store):
     with pytest.raises(InvalidInput) as err:
         store.store_memory("Redis moved to port 6380", event_time="0001-01-01T00:00:00+23:59")
     assert str(err.value) == "eventTime '0001-01-01T00:00:00+23:59' is not ISO 8601; write it like 2024-01-15T10:00:00Z"
+
+
+@pytest.mark.parametrize("shape", ["symlink out", "a file", "another filesystem"])
+def test_gc_delete_never_moves_a_note_out_through_a_strange_trash(tmp_path, monkeypatch, shape):
+    """Round two, item 5: `.trash` as a symlink out of the vault, a regular file, or a mount point."""
+    from vaultmem.store import MemoryStore
+
+    vault = tmp_path / "vault"
+    MemoryStore(vault).init()
+    old = write_memory(vault, "stm", "stale", 1, "an old fact nobody used", age_days=400)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if shape == "symlink out":
+        (vault / ".trash").symlink_to(outside)
+        reason = (".trash is a symbolic link out of the vault's own folders; make it a plain folder, "
+                  "or archive instead of deleting (gc --apply without --delete)")
+    elif shape == "a file":
+        (vault / ".trash").write_text("not a folder")
+        reason = (".trash is a file, not a folder; rename or remove it, "
+                  "or archive instead of deleting (gc --apply without --delete)")
+    else:
+        real_rename = os.rename
+
+        def cross_device(src, dst, *args, **kwargs):
+            if "/.trash/" in str(dst):
+                raise OSError(18, "Invalid cross-device link")  # EXDEV
+            return real_rename(src, dst, *args, **kwargs)
+
+        monkeypatch.setattr(os, "rename", cross_device)
+        reason = (".trash is on another filesystem (a mount point); make it a plain folder of the vault, "
+                  "or archive instead of deleting (gc --apply without --delete)")
+    before = old.read_bytes()
+    result = MemoryStore(vault, clock=lambda: NOW).gc(apply=True, delete=True)
+    assert result["removed_count"] == 0
+    assert result["skipped"] == [{"id": mid(1), "path": f"memory/stm/{old.name}", "reason": reason}]
+    assert old.read_bytes() == before and list(outside.iterdir()) == []
+
+
+def test_apply_review_of_a_path_outside_the_vault_is_a_one_line_error(runner, vault_path):
+    r = runner.invoke(cli, ["pipeline", "apply-review", "/etc/passwd"])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit)
+    assert r.output == ("Error: review note '/etc/passwd' is outside the vault; pass a note in "
+                        "memory/reviews/ (its name or vault-relative path)\n")

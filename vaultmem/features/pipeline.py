@@ -359,6 +359,9 @@ def apply_review(store: Memories, file: str | None = None) -> dict[str, Any]:
     folder = store.settings.reviews_dir.strip("/")
     if file:
         path = Path(file)
+        if path.is_absolute() and not path.is_relative_to(store.vault.root):
+            raise InvalidInput(f"review note {file!r} is outside the vault; pass a note in "
+                               f"{folder}/ (its name or vault-relative path)")
         rel = store.vault.rel(path) if path.is_absolute() else file
         if not rel.endswith(".md"):
             rel += ".md"

@@ -80,6 +80,17 @@ def is_attachment(target: str) -> bool:
 # -- parsing ----------------------------------------------------------------------------------
 
 
+def _line_of(state: Any, src: str, pos: int) -> int:
+    """Newlines in `src` before `pos`, counted on from the previous link of the same text:
+    linear in the text, not quadratic in its links (200,000 links took 47 s)."""
+    prev_src, prev_pos, prev_n = state.env.get("_vaultmem_nl", (None, 0, 0))
+    if prev_src is not src or pos < prev_pos:
+        prev_pos, prev_n = 0, 0
+    n = prev_n + src.count("\n", prev_pos, pos)
+    state.env["_vaultmem_nl"] = (src, pos, n)
+    return n
+
+
 def _wikilink_rule(state: Any, silent: bool) -> bool:
     src, pos = state.src, state.pos
     if src.startswith("![[", pos):
@@ -97,7 +108,7 @@ def _wikilink_rule(state: Any, silent: bool) -> bool:
     if not silent:
         token = state.push("wikilink", "", 0)
         token.content = inner
-        token.meta = {"embed": embed, "nl": src.count("\n", 0, pos)}
+        token.meta = {"embed": embed, "nl": _line_of(state, src, pos)}
     state.pos = end + 2
     return True
 

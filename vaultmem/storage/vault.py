@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 from collections.abc import Iterator
@@ -234,13 +235,25 @@ class Vault:
         """Obsidian's soft delete: move into `.trash/`, numbering the name on a clash."""
         src = self.abs(rel)
         trash = self.root / ".trash"
+        if trash.is_symlink():  # a note moved through it would leave the vault
+            raise VaultmemError(".trash is a symbolic link out of the vault's own folders; make it a plain folder, "
+                                "or archive instead of deleting (gc --apply without --delete)")
+        if trash.exists() and not trash.is_dir():
+            raise VaultmemError(".trash is a file, not a folder; rename or remove it, "
+                                "or archive instead of deleting (gc --apply without --delete)")
         trash.mkdir(exist_ok=True)
         dst = trash / src.name
         n = 1
         while dst.exists():
             dst = trash / f"{src.stem} {n}{src.suffix}"
             n += 1
-        os.rename(src, dst)
+        try:
+            os.rename(src, dst)
+        except OSError as exc:
+            if exc.errno == errno.EXDEV:
+                raise VaultmemError(".trash is on another filesystem (a mount point); make it a plain folder "
+                                    "of the vault, or archive instead of deleting (gc --apply without --delete)") from None
+            raise
         return self.rel(dst)
 
     # -- locking --------------------------------------------------------------------------

@@ -20,15 +20,15 @@ def test_set_get_and_the_note_on_disk(store, vault_path, clock):
     assert store.block_get("project_status") is None
     first = store.block_set("project_status", "Sprint 14: auth done", agent="pm-agent")
     assert set(first) == {"version", "id", "name", "path", "lastWriter", "updatedAt"}
-    assert first["version"] == 1 and first["path"] == "memory/blocks/project_status.md"
+    assert first["version"] == 1 and first["path"] == "memory/blocks/block-project_status.md"
     clock.advance(hours=1)
     second = store.block_set("project_status", "Sprint 14: payments 60%", agent="planner")
     assert second["version"] == 2 and second["id"] == first["id"]
     got = store.block_get("project_status")
     assert got == {"name": "project_status", "content": "Sprint 14: payments 60%", "version": 2,
                    "lastWriter": "planner", "updatedAt": "2026-11-22T11:15:00Z", "id": first["id"],
-                   "path": "memory/blocks/project_status.md"}
-    text = (vault_path / "memory/blocks/project_status.md").read_text()
+                   "path": "memory/blocks/block-project_status.md"}
+    text = (vault_path / "memory/blocks/block-project_status.md").read_text()
     assert text == (f"---\nid: {first['id']}\ncreated: 2026-11-22T10:15:00Z\nmemory_type: core\n"
                     "block: project_status\nversion: 2\nlast_writer: planner\nupdated_at: 2026-11-22T11:15:00Z\n"
                     "---\nSprint 14: payments 60%\n")
@@ -36,7 +36,7 @@ def test_set_get_and_the_note_on_disk(store, vault_path, clock):
 
 def test_a_person_s_properties_survive_a_write(store, vault_path):
     store.block_set("on_call", "alice")
-    path = vault_path / "memory/blocks/on_call.md"
+    path = vault_path / "memory/blocks/block-on_call.md"
     path.write_text(path.read_text().replace("block: on_call\n", "block: on_call\ncolor: red\n"))
     store.block_set("on_call", "bob", agent="rota")
     text = path.read_text()
@@ -136,3 +136,15 @@ def test_block_cli(runner, vault_path):
     listed = json.loads(invoke(runner, "block", "list", "--json").output)
     assert listed["count"] == 1 and listed["blocks"][0]["name"] == "deploy_freeze"
     assert invoke(runner, "block", "list").output == "deploy_freeze  v1  release-bot  2026-11-22T10:15:00Z\n"
+
+
+def test_a_block_written_before_the_prefix_keeps_its_file(store, vault_path):
+    legacy = vault_path / "memory/blocks/persona.md"
+    legacy.write_text("---\nblock: persona\nversion: 3\n---\nterse\n")
+    assert store.block_get("persona")["version"] == 3
+    result = store.block_set("persona", "kind", agent="a")
+    assert (result["path"], result["version"]) == ("memory/blocks/persona.md", 4)
+    assert not (vault_path / "memory/blocks/block-persona.md").exists()
+    store.block_set("home", "x")  # a new block never takes a name a person's note would
+    assert [b["name"] for b in store.block_list()] == ["home", "persona"]
+    assert (vault_path / "memory/blocks/block-home.md").is_file()

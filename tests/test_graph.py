@@ -337,9 +337,9 @@ def test_graph_queries_read_no_files_after_sync(sample, monkeypatch):
 
 
 def test_canvas_of_the_whole_graph_is_valid_json_canvas(sample, tmp_path):
-    out = tmp_path / "graph.canvas"
-    result = sample.export_canvas(out, status="all")
-    data = json.loads(out.read_text())
+    result = sample.export_canvas("graph.canvas", status="all")
+    assert result["path"] == "graph.canvas"
+    data = json.loads((sample.vault.root / "graph.canvas").read_text())
     assert validate_canvas(data) == []
     assert result["nodes"] == 6 and result["edges"] == 1
     assert {n["file"] for n in data["nodes"]} >= {JWT_PATH, API_PATH}
@@ -350,15 +350,41 @@ def test_canvas_of_the_whole_graph_is_valid_json_canvas(sample, tmp_path):
 
 
 def test_canvas_around_a_memory(sample_runner, sample_vault, tmp_path):
-    out = tmp_path / "around.canvas"
+    out = sample_vault / "memory/around.canvas"
     assert invoke(sample_runner, "graph", "--canvas", str(out), "--around", "1a2b3c4d", "--depth", "1").output == (
-        f"Wrote {out} (3 notes, 3 links)\n")
+        "Wrote memory/around.canvas (3 notes, 3 links)\n")
     data = json.loads(out.read_text())
     assert validate_canvas(data) == []
     assert sorted(n["file"] for n in data["nodes"]) == sorted([API_PATH, JWT_PATH, "Projects/Apollo.md"])
     center = next(n for n in data["nodes"] if n["file"] == API_PATH)
     assert (center["x"], center["y"]) == (0, 0)
     assert sorted(e["label"] for e in data["edges"]) == ["links_to", "links_to", "supports"]
+
+
+def test_a_canvas_path_is_read_from_the_vault_and_never_leads_out(sample_runner, sample_vault, tmp_path,
+                                                                  monkeypatch):
+    monkeypatch.chdir(tmp_path)  # run from another folder: the relative path still means the vault's
+    assert invoke(sample_runner, "graph", "--canvas", "memory/g.canvas").output == "Wrote memory/g.canvas (6 notes, 1 links)\n"
+    assert (sample_vault / "memory/g.canvas").is_file() and not (tmp_path / "memory").exists()
+    before = {p: p.read_bytes() for p in sample_vault.rglob("*") if p.is_file() and ".vaultmem" not in p.parts}
+    for args, message in [
+        ((str(tmp_path / "out.canvas"),), f"Error: canvas {tmp_path / 'out.canvas'} is outside the vault; pass a path "
+                                          "inside it, e.g. memory/graph.canvas (read from the vault's folder)\n"),
+        (("../out.canvas",), "Error: path '../out.canvas' is outside the vault; pass a vault-relative path\n"),
+    ]:
+        result = invoke(sample_runner, "graph", "--canvas", *args)
+        assert (result.exit_code, result.output) == (1, message)
+    assert not (tmp_path / "out.canvas").exists()
+    # the person's own canvas (or one they edited) is never overwritten; vaultmem's own is
+    board = sample_vault / "Board.canvas"
+    board.write_text('{"nodes": [{"id": "a1b2c3d4e5f60708", "type": "text", "text": "plan", "x": 0, "y": 0,'
+                     ' "width": 100, "height": 60}], "edges": []}\n')
+    result = invoke(sample_runner, "graph", "--canvas", "Board.canvas")
+    assert (result.exit_code, result.output) == (1, "Error: Board.canvas exists and is not a canvas vaultmem wrote (or you "
+                                                    "edited it); pass another file name, or delete it first\n")
+    assert invoke(sample_runner, "graph", "--canvas", "memory/g.canvas").exit_code == 0
+    after = {p: p.read_bytes() for p in sample_vault.rglob("*") if p.is_file() and ".vaultmem" not in p.parts}
+    assert {p for p in after if after[p] != before.get(p)} == {board}
 
 
 def test_validate_canvas_catches_problems():

@@ -61,7 +61,7 @@ def test_mnemosyne_tools_over_stdio(vault_path, tmp_path):
     assert out["unknown"].content[0].text == "Error: memoryId: no memory matches 'deadbeef'; find the id with search_memory"
     assert out["neither"].is_error and "at least one of memoryId or query" in out["neither"].content[0].text
     assert [r["text"] for r in out["after"]["results"]] == ["Redis cluster bus port is 16379"]
-    text = (vault_path / "memory/blocks/project_status.md").read_text()
+    text = (vault_path / "memory/blocks/block-project_status.md").read_text()
     assert "version: 2\nlast_writer: ops-agent\n" in text
 
 

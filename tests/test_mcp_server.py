@@ -116,7 +116,7 @@ def test_save_writes_one_note_with_the_seed_keys(server, vault_path):
     text = (vault_path / data["path"]).read_text().replace(f'"{mid}"', mid)
     assert text == (f'---\nid: {mid}\ncreated: 2026-11-22T10:15:00Z\nlast_used: 2026-11-22T10:15:00Z\n'
                     "use_count: 0\nstrength: 1.5\nstatus: active\nmemory_type: semantic\ntags:\n  - auth\n"
-                    "  - API\nentities:\n  - JWT\nsource: chat\nproject: apollo\nurgency: reference\n"
+                    "  - API\nentities:\n  - JWT\nsource: chat\nvaultmem: memory\nproject: apollo\nurgency: reference\n"
                     "domain: technical\n---\nUse JWT tokens for auth\n")
 
 

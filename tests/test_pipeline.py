@@ -61,7 +61,7 @@ def test_single_agent(store, fx):
 def test_review_round_trip(store, fx, vault_path, clock):
     result = store.pipeline_run()
     rel = result["review_note"]
-    assert rel == "memory/reviews/2026-11-29.md" and result["added_to_review"] == result["proposals"]
+    assert rel == "memory/reviews/vaultmem-review-2026-11-29.md" and result["added_to_review"] == result["proposals"]
     path = vault_path / rel
     text = path.read_text()
     merge_line = next(line for line in text.splitlines() if "%%vaultmem:merge:" in line)

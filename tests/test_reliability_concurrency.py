@@ -223,7 +223,7 @@ def test_four_writers_and_a_person_lose_nothing(tmp_path):
     # no block version was lost: the final version counts every successful set
     block_sets = [entry[1] for log in logs for entry in log if entry[0] == "block"]
     if block_sets:
-        block = parse((vault / "memory" / "blocks" / "shared-plan.md").read_text(encoding="utf-8"))
+        block = parse((vault / "memory" / "blocks" / "block-shared-plan.md").read_text(encoding="utf-8"))
         assert block["version"] == len(block_sets) == max(block_sets)
         assert len(set(block_sets)) == len(block_sets)  # no two writers got the same version
 

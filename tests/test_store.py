@@ -42,6 +42,7 @@ def test_save_writes_the_note_described_in_design(store, vault_path):
         "  - JWT\n"
         "  - APIs\n"
         "source: chat\n"
+        "vaultmem: memory\n"
         "project: apollo\n"
         "urgency: reference\n"
         "domain: technical\n"

@@ -23,7 +23,7 @@ def test_store_result_keys_and_bi_temporal_note(store, vault_path):
     assert r["confidenceScore"] == 0.73 and r["linkedCount"] == 0
     assert r["eventTime"] == "2024-01-15T10:00:00Z" and r["ingestedAt"] == "2026-11-22T10:15:00Z"
     text = (vault_path / r["path"]).read_text()
-    assert ("source: manual\nagent: ops\nevent_time: 2024-01-15T10:00:00Z\ningested_at: 2026-11-22T10:15:00Z\n"
+    assert ("source: manual\nagent: ops\nvaultmem: memory\nevent_time: 2024-01-15T10:00:00Z\ningested_at: 2026-11-22T10:15:00Z\n"
             "confidence: 0.73\nimportance: 0.8\npriority_score: 0.8\n") in text
     recalled = store.recall("redis cluster migrated", min_score=0)["results"][0]
     assert recalled["eventTime"] == "2024-01-15T10:00:00Z"

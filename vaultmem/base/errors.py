@@ -41,6 +41,10 @@ class MalformedNote(VaultmemError):
         self.reason = reason
 
 
+class NotOwned(VaultmemError):
+    """The note is the person's (outside vaultmem's folders): vaultmem reads it, never writes it."""
+
+
 class QuerySyntaxError(VaultmemError):
     """A search query cannot be parsed."""
 

@@ -25,6 +25,7 @@ from vaultmem.base.errors import (
     InvalidInput,
     MalformedNote,
     NotFound,
+    NotOwned,
     VaultmemError,
 )
 from vaultmem.base.timeutil import Clock, days_between, system_clock
@@ -120,8 +121,6 @@ class Memories:
             return SyncReport()
         self.last_sync = self.index.sync(progress or self.progress)
         self._last_scan = time.monotonic()
-        if self.last_sync.status_mismatch:
-            self.reconcile_statuses(self.last_sync.status_mismatch)
         return self.last_sync
 
     def close(self) -> None:
@@ -575,8 +574,13 @@ class Memories:
         """
         return self.modify_many([rec], change)[0]
 
-    def modify_many(self, recs: Sequence[Record], change: Callable[[Record], Mapping[str, Any]]) -> list[Record]:
-        """`modify` for several notes under one lock hold and one index commit (recall's access)."""
+    def modify_many(self, recs: Sequence[Record], change: Callable[[Record], Mapping[str, Any]],
+                    skip_foreign: bool = False) -> list[Record]:
+        """`modify` for several notes under one lock hold and one index commit (recall's access).
+        `skip_foreign` leaves memories the person moved out of vaultmem's folders as they are
+        (a side effect such as recall's reinforcement) instead of raising NotOwned."""
+        if skip_foreign:
+            recs = [rec for rec in recs if self.vault.owns(rec.path)]
         with self.vault.lock():
             paths = [self._rewrite(rec, change) for rec in recs]
             if paths:
@@ -590,21 +594,26 @@ class Memories:
         return updated  # type: ignore[return-value]
 
     def read_note(self, rec: Record) -> tuple[Record, Path, str, tuple[int, int]]:
-        """A note's text as on disk now, following it if it moved since it was indexed."""
+        """A note's text as on disk now (CRLF and BOM kept), following it if it moved since it
+        was indexed."""
         path = self.vault.abs(rec.path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = self.vault.read_text(path)
         except FileNotFoundError:
             self.index.sync()
             rec = self.resolve(rec.id or rec.path)
             path = self.vault.abs(rec.path)
-            text = path.read_text(encoding="utf-8")
+            text = self.vault.read_text(path)
         st = path.stat()
         return rec, path, text, (st.st_mtime_ns, st.st_size)
 
     def _rewrite(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> str:
         """The file part of `modify` (caller holds the lock); returns the note's path."""
         rec, path, text, fingerprint = self.read_note(rec)
+        if not self.vault.owns(rec.path):
+            raise NotOwned(f"{rec.path} is outside vaultmem's folders, so it is yours: vaultmem reads it but "
+                           f"never writes it; move it back under {self.settings.stm_dir.split('/')[0]}/ "
+                           "to let vaultmem update it")
         from vaultmem.storage.index import record_from_text
 
         try:
@@ -616,27 +625,17 @@ class Memories:
         props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
         if "id" not in props and current.id:
             changes = {"id": current.id, **changes}
+        folder_status = self.vault.status_of(rec.path)
+        if folder_status and "status" not in changes and props.get("status") in notes.STATUSES:
+            changes["status"] = folder_status  # the folder is the truth; align while writing anyway
+        # A value the person wrote that vaultmem does not understand stays; so does the line of a
+        # value that already reads as the new one (its spacing and quoting are the person's).
+        changes = {k: v for k, v in changes.items()
+                   if k not in props or (notes.understood(k, props[k]) and props[k] != v)}
         new_text = notes.update_frontmatter(text, changes)
         if new_text != text:
             self.vault.write_text(path, new_text)
         return rec.path
-
-    def reconcile_statuses(self, paths: Sequence[str]) -> list[str]:
-        """Make `status` agree with the folder of notes a person moved by hand (one-line rewrite).
-
-        The rewrite changes the file, whose next sync then finds the status agreeing: no loop.
-        """
-        fixed = []
-        for rel in paths:
-            rec = self.index.get(rel)
-            if rec is None or rec.kind != "memory" or self.vault.status_of(rel) is None:
-                continue
-            try:
-                self.modify(rec, lambda current: {"status": current.status})
-            except (VaultmemError, OSError):
-                continue  # gone or broken since the sync: the next sync reports it
-            fixed.append(rel)
-        return fixed
 
     # -- live indexing (the watcher) -----------------------------------------------------------
     root = property(lambda self: self.vault.root, doc="The vault folder.")
@@ -748,8 +747,6 @@ class Memories:
     def rebuild_index(self, progress: Progress | None = None) -> dict[str, Any]:
         self.vault.require()
         report = self.index.rebuild(progress)
-        if report.status_mismatch:
-            self.reconcile_statuses(report.status_mismatch)
         indexed = report.added - len(report.malformed)
         return {
             "success": True,

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound
+from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound, NotOwned
 from vaultmem.base.timeutil import format_time, parse_time
 from vaultmem.core import decay, secrets
 from vaultmem.core.memories import Memories
@@ -129,6 +129,9 @@ def relate(store: Memories, from_ref: str, to_ref: str, relation_type: str,
         raise InvalidInput(f"cannot relate memory {src.id} to itself; pass two different memories")
     target_name = dst.path.rsplit("/", 1)[-1][:-3]
     line = linkmod.render_relation(relation_type, target_name, strength, meta)
+    if not store.vault.owns(src.path):
+        raise NotOwned(f"{src.path} is outside vaultmem's folders, so it is yours: vaultmem reads it but never "
+                       "writes it; relate from a memory under memory/, or write the link in Obsidian")
     with store.vault.lock():
         try:
             path = store.vault.abs(src.path)
@@ -379,6 +382,7 @@ def export_canvas(store: Memories, out: Path | str, *, status: str = "all", arou
     out = Path(out)
     if out.suffix != ".canvas":
         raise InvalidInput(f"{out} does not end in .canvas; Obsidian opens only .canvas files as canvases")
+    rel = _canvas_rel(store, out)
     store.sync()
     cat = Catalog(store)
     all_edges = [e for e in cat.edges() if e.dst is not None and e.dst != e.src and e.key]
@@ -427,10 +431,45 @@ def export_canvas(store: Memories, out: Path | str, *, status: str = "all", arou
                     "toEnd": "arrow", "label": e.type}
             edges_json.append(edge)
     canvas = {"nodes": nodes_json, "edges": edges_json}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    store.vault.write_text(out.absolute(), json.dumps(canvas, indent="\t", ensure_ascii=False) + "\n")
-    return {"success": True, "path": str(out), "nodes": len(nodes_json), "edges": len(edges_json),
-            "message": f"Wrote {out} ({len(nodes_json)} notes, {len(edges_json)} links)"}
+    target = store.vault.abs(rel)
+    with store.vault.lock():
+        _check_replaceable(target, rel)
+        store.vault.write_text(target, json.dumps(canvas, indent="\t", ensure_ascii=False) + "\n")
+    return {"success": True, "path": rel, "nodes": len(nodes_json), "edges": len(edges_json),
+            "message": f"Wrote {rel} ({len(nodes_json)} notes, {len(edges_json)} links)"}
+
+
+def _canvas_rel(store: Memories, out: Path) -> str:
+    """The vault-relative path of the canvas to write: a relative path is read from the vault's
+    root (wherever the command runs), an absolute one must lie inside the vault."""
+    if out.is_absolute():
+        root = store.vault.root.resolve()
+        target = out.parent.resolve() / out.name if out.parent.exists() else out
+        if not target.is_relative_to(root):
+            raise InvalidInput(f"canvas {out} is outside the vault; pass a path inside it, "
+                               "e.g. memory/graph.canvas (read from the vault's folder)")
+        return target.relative_to(root).as_posix()
+    rel = out.as_posix()
+    store.vault.abs(rel)  # refuses `..` and a symlink out of the vault
+    return rel
+
+
+def _check_replaceable(path: Path, rel: str) -> None:
+    """Replace an existing canvas only when vaultmem wrote it as it stands: every node a file
+    node carrying the id vaultmem gives that file. A canvas the person made or edited stays."""
+    if not path.exists():
+        return
+    try:
+        data = json.loads(path.read_bytes())
+        nodes = data.get("nodes", []) if isinstance(data, dict) else None
+        ours = isinstance(nodes, list) and all(
+            isinstance(n, dict) and n.get("type") == "file" and n.get("id") == _canvas_id("node", str(n.get("file")))
+            for n in nodes)
+    except (ValueError, OSError):
+        ours = False
+    if not ours:
+        raise InvalidInput(f"{rel} exists and is not a canvas vaultmem wrote (or you edited it); "
+                           "pass another file name, or delete it first")
 
 
 def validate_canvas(data: Any) -> list[str]:

@@ -58,9 +58,13 @@ class Candidate:
 def scan_catalog(store: Memories, status: str, now: dt.datetime) -> Iterable[tuple[Any, ...]]:
     """(path, id, score, use_count, created_ts) of every memory with `status`, from the catalog only."""
     s = store.settings
+    folder = store.vault.memory_dirs[status]
+    # Only memories inside the status's folder: one the person moved elsewhere stays theirs.
+    # The path range is `folder/` up to `folder0` ('0' follows '/'), at any depth.
     rows = store.index.db.execute(
         "SELECT path, id, created, last_used, use_count, strength, memory_type, pinned, props"
-        " FROM notes WHERE kind = 'memory' AND status = ?", (status,))
+        " FROM notes WHERE kind = 'memory' AND status = ? AND path >= ? AND path < ?",
+        (status, folder + "/", folder + "0"))
     now_ts = now.timestamp()
     beta = s.decay_beta
     actr = s.decay_model == "actr"
@@ -353,6 +357,9 @@ def observe(store: Memories, refs: Sequence[str], context_tags: Sequence[str] = 
             rec = store.resolve(ref)
         except NotFound:
             results.append({"id": ref, "status": "not_found"})
+            continue
+        if not store.vault.owns(rec.path):  # moved out by the person: searched, never written
+            results.append({"id": rec.id, "status": "not_owned", "path": rec.path})
             continue
         flags: dict[str, bool] = {}
 

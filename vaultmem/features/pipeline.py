@@ -35,6 +35,7 @@ MIN_SHARED_ENTITIES = 2
 MIN_CONFIDENCE = 0.5
 MAX_ENTITY_POSTINGS = 200
 STATE_FILE = "state/pipeline.json"
+REVIEW_PREFIX = "vaultmem-review-"
 
 _TASK = re.compile(r"^(?P<head>\s*[-*+] \[(?P<mark>.)\] )(?P<text>.*?)[ \t]*"
                    r"%%vaultmem(?P<state>-done|-failed)?:(?P<action>[a-z]+):(?P<args>[^%\s]+)%%(?P<tail>.*)$")
@@ -269,7 +270,8 @@ def pending_markers(store: Memories) -> dict[str, set[str]]:
 
 def write_review(store: Memories, proposals: Sequence[dict[str, Any]], now: dt.datetime) -> tuple[str, int]:
     """Add proposals to today's review note (created if needed); ones still pending anywhere are skipped."""
-    rel = f"{store.settings.reviews_dir.strip('/')}/{now.date().isoformat()}.md"
+    # `vaultmem-review-2026-11-23`, never `2026-11-23`: that is the daily note's name.
+    rel = f"{store.settings.reviews_dir.strip('/')}/{REVIEW_PREFIX}{now.date().isoformat()}.md"
     with store.vault.lock():
         markers = pending_markers(store)
         pending = {m for ms in markers.values() for m in ms if not m.startswith("-")}
@@ -289,7 +291,7 @@ def write_review(store: Memories, proposals: Sequence[dict[str, Any]], now: dt.d
                        for name in ("Merge", "Promote", "Forget", "Reinforce", "Relations")
                        if (lines := sections.get(name)))
         if path.is_file():
-            text = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" \
+            text = store.vault.read_text(path).rstrip("\n") + "\n\n" \
                 + f"# Added {format_time(now)}\n" + body
             store.vault.write_text(path, text)
         else:
@@ -367,6 +369,9 @@ def apply_review(store: Memories, file: str | None = None) -> dict[str, Any]:
             rel += ".md"
         if "/" not in rel:
             rel = f"{folder}/{rel}"
+            prefixed = f"{folder}/{REVIEW_PREFIX}{rel.rsplit('/', 1)[-1]}"
+            if not store.vault.abs(rel).is_file() and store.vault.abs(prefixed).is_file():
+                rel = prefixed  # `apply-review 2026-11-23` names today's `vaultmem-review-2026-11-23`
         if not store.vault.abs(rel).is_file():
             raise NotFound(f"review note {rel} does not exist; run `vaultmem pipeline run` first")
         files = [rel]
@@ -404,7 +409,7 @@ def _mark(store: Memories, rel: str, key: str, state: str, note: str) -> None:
     note = note.replace("%", "").replace("\n", " ")
     with store.vault.lock():
         path = store.vault.abs(rel)
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = store.vault.read_text(path).splitlines(keepends=True)
         for n, line in enumerate(lines):
             m = _TASK.match(line.rstrip("\r\n"))
             if m and not m["state"] and _marker(m["action"], m["args"].split(",")) == key:

@@ -154,7 +154,6 @@ class SyncReport:
     malformed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     rebuilt: bool = False
     # memories whose `status` property disagrees with their folder (moved by hand)
-    status_mismatch: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -222,7 +221,6 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     rec.id = memory.id
     # A soft-deleted memory (`deleted: true`, see forget.py) keeps its file but leaves search.
     rec.status = "deleted" if props.get("deleted") is True else (folder_status or memory.status)
-    rec._declared_status = str(props.get("status") or "active")  # type: ignore[attr-defined]
     rec.content = memory.content
     rec.created = memory.created.timestamp()
     rec.last_used = memory.last_used.timestamp()
@@ -239,20 +237,16 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     return rec
 
 
-def _note_mismatch(rec: Record, report: SyncReport) -> None:
-    declared = getattr(rec, "_declared_status", None)
-    if rec.kind == "memory" and declared is not None and rec.status not in (declared, "deleted"):
-        report.status_mismatch.append(rec.path)
-
-
 def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
     s = vault.settings
     for kind, folder in (("block", s.blocks_dir), ("session", s.sessions_dir), ("review", s.reviews_dir)):
         if rel.startswith(folder.strip("/") + "/"):
             return kind
-    if vault.status_of(rel) is not None or props.get("id") not in (None, ""):
-        # A sync client's conflict copy holds the same id as its original: indexing it as a
-        # second memory would duplicate it in search, gc and promotion. `doctor` reports it.
+    if vault.status_of(rel) is not None or props.get(notes.MARKER_KEY) == notes.MARKER_VALUE:
+        # A memory is a note in a lifecycle folder, or one vaultmem wrote (its `vaultmem: memory`
+        # marker) that the person moved elsewhere. An `id:` alone is not enough: Zettelkasten
+        # notes carry one too. A sync client's conflict copy holds the same id as its original:
+        # indexing it as a second memory would duplicate it in search, gc and promotion.
         return "conflict" if is_conflict_copy(rel) else "memory"
     return "note"
 
@@ -498,7 +492,6 @@ class Index:
             records.append(rec)
             if rec.error:
                 report.malformed.append((rel, rec.error))
-            _note_mismatch(rec, report)
         writer = self.ix.writer(limitmb=128)
         try:
             for rel in removed:
@@ -550,7 +543,6 @@ class Index:
                 report.malformed.append((rel, rec.error))
             else:
                 writer.add_document(**_document(rec))
-            _note_mismatch(rec, report)
             rows.append(rec.row())
         writer.commit()
         with db:

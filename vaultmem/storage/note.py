@@ -24,8 +24,12 @@ from vaultmem.base.timeutil import format_time, parse_time
 # Properties vaultmem owns; everything else in a note belongs to the person.
 OWNED_KEYS = (
     "id", "created", "last_used", "use_count", "strength", "status", "memory_type",
-    "tags", "entities", "source", "context", "agent",
+    "tags", "entities", "source", "context", "agent", "vaultmem",
 )
+# Written into every memory vaultmem creates: a memory the person moves out of the memory
+# folders stays a memory (searched, never moved back), while a person's note with an `id:`
+# of its own (a Zettel) is never mistaken for one.
+MARKER_KEY, MARKER_VALUE = "vaultmem", "memory"
 STATUSES = ("active", "promoted", "archived")
 
 _FENCE = re.compile(r"^(---|\.\.\.)[ \t]*$")
@@ -357,8 +361,23 @@ class Memory:
             props["context"] = self.context
         if self.agent:
             props["agent"] = self.agent
+        props[MARKER_KEY] = MARKER_VALUE
         props.update(self.meta)
         return props
+
+
+def understood(key: str, value: Any) -> bool:
+    """True when `value` is one vaultmem can replace: its own kind of value for a key it owns.
+    `status: draft`, `use_count: many` or `created: someday` are the person's, and stay."""
+    if key == "status":
+        return value in STATUSES
+    if key in ("created", "last_used"):
+        return value is None or parse_time(value) is not None
+    if key in ("use_count", "strength"):
+        return value is None or (not isinstance(value, bool) and as_number(value, math.nan) == as_number(value, 0.0))
+    if key in ("tags", "entities"):
+        return value is None or isinstance(value, (list, str))
+    return True
 
 
 def as_list(value: Any) -> list[str]:

@@ -82,15 +82,22 @@ class Vault:
             raise VaultmemError(f"{self.root} is not a vaultmem vault yet; run `vaultmem init {self.root}` first")
 
     def status_of(self, rel: str) -> str | None:
-        """The lifecycle status a file's folder implies, or None outside memory folders."""
+        """The lifecycle status a file's folder implies (at any depth: `memory/stm/work/x.md` is
+        short-term), or None outside the three lifecycle folders."""
         for status, folder in self.memory_dirs.items():
-            if rel.startswith(folder + "/") and "/" not in rel[len(folder) + 1:]:
+            if rel.startswith(folder + "/"):
                 return status
         return None
 
-    def is_memory_area(self, rel: str) -> bool:
-        memory_root = os.path.commonpath([d for d in self.memory_dirs.values()])
-        return bool(memory_root) and rel.startswith(memory_root.rstrip("/") + "/")
+    def owns(self, rel: str) -> bool:
+        """True for a path inside vaultmem's own folders (memories, blocks, sessions, reviews):
+        the only files vaultmem writes or moves. Everything else is the person's."""
+        return any(rel.startswith(folder.strip("/") + "/") for folder in self.layout())
+
+    def read_text(self, path: Path) -> str:
+        """A note's text exactly as stored: CRLF and a BOM stay (Path.read_text would turn
+        CRLF into LF, and a write-back would then change every line)."""
+        return path.read_bytes().decode("utf-8")
 
     # -- paths ----------------------------------------------------------------------------
     def rel(self, path: Path | str) -> str:
@@ -300,9 +307,17 @@ CONFLICT_COPY = re.compile(r" ?\((?:conflicted copy|conflict)\b[^)]*\)|\.sync-co
                            re.I)
 
 
+# A file manager's copy of a memory note (`<slug>-<id8>.md`): macOS Finder `x 2.md`, `x copy.md`,
+# `x copy 2.md`; Windows Explorer `x - Copy.md`, `x - Copy (2).md`. Only names carrying a memory's
+# id suffix: a person's `Chapter 2.md` is not a copy of anything.
+FILE_MANAGER_COPY = re.compile(r"-[0-9a-f]{8}(?: [0-9]+| copy(?: [0-9]+)?| - Copy(?: \([0-9]+\))?)\.md$", re.I)
+
+
 def is_conflict_copy(rel: str) -> bool:
-    """True for the copies sync clients write when two devices changed one note."""
-    return bool(CONFLICT_COPY.search(rel.rsplit("/", 1)[-1]))
+    """True for the copies sync clients write when two devices changed one note, and for a
+    file manager's copy of a memory note."""
+    name = rel.rsplit("/", 1)[-1]
+    return bool(CONFLICT_COPY.search(name) or FILE_MANAGER_COPY.search(name))
 
 
 def _pid_alive(pid: int) -> bool:

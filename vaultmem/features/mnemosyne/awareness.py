@@ -144,7 +144,8 @@ def synthesize(store: Memories, topic: str) -> dict[str, Any]:
                     return {"mesh_fact": True, "mesh_agents": agents, "mesh_at": now,
                             "confidence": max(R.confidence_of(cur.props), MESH_CONFIDENCE)}
 
-                store.modify(recs[item["id"]], mark)
+                if store.vault.owns(recs[item["id"]].path):  # a memory the person moved out stays theirs
+                    store.modify(recs[item["id"]], mark)
         best = max(cluster, key=lambda i: (i["score"], i["confidenceScore"]))
         insights.append({"text": best["text"], "confidenceTag": "Mesh Fact" if mesh else best["confidenceTag"],
                          "agents": agents, "ids": [i["id"] for i in cluster]})

@@ -41,15 +41,32 @@ def check_name(name: str) -> str:
     return name
 
 
+FILE_PREFIX = "block-"  # `block-persona.md`: a name no daily note, template or note of the person takes
+
+
 def _rel(store: Memories, name: str) -> str:
-    return f"{store.settings.blocks_dir.strip('/')}/{name}.md"
+    """The block's note: `memory/blocks/block-<name>.md`; a block written before the prefix
+    (`memory/blocks/<name>.md`) keeps its file."""
+    folder = store.settings.blocks_dir.strip("/")
+    legacy = f"{folder}/{name}.md"
+    if not name.startswith(FILE_PREFIX) and store.vault.abs(legacy).is_file():
+        return legacy
+    return f"{folder}/{FILE_PREFIX}{name}.md"
+
+
+def _name_of(rec: Any) -> str:
+    stem = rec.path.rsplit("/", 1)[-1][:-3]
+    declared = rec.props.get("block")
+    if isinstance(declared, str) and declared in (stem, stem.removeprefix(FILE_PREFIX)):
+        return declared
+    return stem.removeprefix(FILE_PREFIX)
 
 
 def _read(store: Memories, rel: str) -> tuple[str, dict[str, Any], str] | None:
     """(text, properties, body) of a block note on disk, or None when it does not exist."""
     path = store.vault.abs(rel)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = store.vault.read_text(path)
     except FileNotFoundError:
         return None
     try:
@@ -159,7 +176,7 @@ def list_(store: Memories) -> list[dict[str, Any]]:
     store.sync()
     result = []
     for rec in store.index.records("kind = 'block'"):
-        name = rec.path.rsplit("/", 1)[-1][:-3]
+        name = _name_of(rec)
         result.append({
             "name": name,
             "version": int(notes.as_number(rec.props.get("version"), 0)),

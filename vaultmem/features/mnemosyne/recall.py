@@ -468,7 +468,8 @@ def recall(store: Memories, query: str, *, limit: int = 5, min_score: float = 0.
 
         store.modify_many([by_id[r["id"]] for r in results],
                           lambda cur: {"use_count": cur.use_count + 1, "last_used": now,
-                                       **access_changes(cur, now, store.settings)})
+                                       **access_changes(cur, now, store.settings)},
+                          skip_foreign=True)
     if remember:
         from vaultmem.features.mnemosyne import feedback
 

@@ -172,11 +172,30 @@ def test_use_embeddings_falls_back_to_text_search_and_says_so(server):
     ({"preview_length": 5001}, "preview_length: Input should be less than or equal to 5000"),
     ({"window_days": 0}, "window_days: Input should be greater than or equal to 1"),
     ({"min_score": 1.5}, "min_score: Input should be less than or equal to 1"),
-    ({"query": 'a "b'}, 'Error: unbalanced " in query; close the quote or remove it'),
+    ({"dry_run": "no"}, "dry_run: Input should be a valid boolean"),
+    ({"top_k": "5"}, "top_k: Input should be a valid integer"),
+    ({"min_score": "0.5"}, "min_score: Input should be a valid number"),
     ({"query": "q" * 2001}, "Error: query is 2001 characters; keep it under 2000"),
 ])
 def test_bad_search_is_an_error_naming_the_parameter(server, args, fragment):
-    assert fragment in error(call(server, "search_memory", args))
+    tool = "gc" if "dry_run" in args else "search_memory"
+    assert fragment in error(call(server, tool, args))
+
+
+def test_what_a_person_typed_is_searched_even_with_a_stray_quote(server, vault_path):
+    _save(server, "Joanna first watched Eternal Sunshine of the Spotless Mind in 2019")
+    question = 'When did Joanna first watch "Eternal Sunshine of the Spotless Mind?'
+    for tool in ("search_memory", "search_unified"):
+        data = ok(call(server, tool, {"query": question}))
+        assert data["count"] == 1 and "Eternal Sunshine" in data["results"][0]["content"], tool
+        assert data["message"] == 'Unbalanced " in query; searched the words literally', tool
+    balanced = ok(call(server, "search_memory", {"query": '"Spotless Mind" AND Joanna'}))
+    assert balanced["count"] == 1 and "message" not in balanced  # operators still work when balanced
+    for stray in ("(Joanna watched", "Joanna watched)"):
+        assert ok(call(server, "search_memory", {"query": stray}))["count"] == 1
+    before = sorted(p.name for p in (vault_path / "memory/stm").iterdir())
+    assert "dry_run: Input should be a valid boolean" in error(call(server, "gc", {"dry_run": "no"}))
+    assert sorted(p.name for p in (vault_path / "memory/stm").iterdir()) == before
 
 
 def test_touch_reinforces_the_note_on_disk(server, vault_path, store):

@@ -380,11 +380,14 @@ class Memories:
         status: str | None = None,
         include_review_candidates: bool = True,
         mode: str | None = None,
+        literal_fallback: bool = False,
     ) -> dict[str, Any]:
         """Every memory that matches, ranked by relevance blended with decay (`rank_score`).
 
         With include_review_candidates, matches in the review danger zone ranked below
         top_k are blended in (`review_candidate: true`), see scoring.blend_review_candidates.
+        With literal_fallback, a query with an unbalanced quote or parenthesis searches its
+        words (the result's `message` says so) instead of raising QuerySyntaxError.
         """
         if not 1 <= top_k <= 100:
             raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
@@ -399,6 +402,11 @@ class Memories:
         text = (query or "").strip()
         if len(text) > 2000:
             raise InvalidInput(f"query is {len(text)} characters; keep it under 2000")
+        note = None
+        if literal_fallback:
+            from vaultmem.storage.index import literal_query
+
+            text, note = literal_query(text)
         mode = self.search_mode(mode, bool(text))
         sims: dict[str, float] = {}
         if mode == "lexical":
@@ -423,7 +431,10 @@ class Memories:
             item["similarity"] = None if similarity is None else round(similarity, 4)
             item["review_candidate"] = is_review
             results.append(item)
-        return {"success": True, "count": len(results), "mode": mode, "results": results}
+        out = {"success": True, "count": len(results), "mode": mode, "results": results}
+        if note:
+            out["message"] = note[0].upper() + note[1:]
+        return out
 
     def search_mode(self, mode: str | None, has_text: bool = True) -> str:
         """lexical | semantic | hybrid. Default: hybrid when embeddings are enabled (installed,

@@ -96,6 +96,7 @@ class UnifiedQuery:
     page: int = 1
     page_size: int = 10
     preview_length: int = 300
+    literal_fallback: bool = False  # an unbalanced quote or parenthesis: search the words (MCP)
 
     def validated(self) -> UnifiedQuery:
         """This query with its text stripped and tags normalised; InvalidInput names the first bad value."""

@@ -168,9 +168,12 @@ def suggested_action(cohesion: float) -> str:
 
 
 def active_records(store: Memories) -> list[Record]:
-    """Active and promoted memories from the catalog, in a fixed order (by id)."""
+    """Active and promoted memories from the catalog, in a fixed order (by id). Only those in
+    vaultmem's folders: merging archives the originals, and a memory the person moved out of
+    the memory folders is never moved or rewritten."""
     store.sync()
-    return sorted(store.index.records(ACTIVE_WHERE), key=lambda r: r.id or r.path)
+    return sorted((r for r in store.index.records(ACTIVE_WHERE) if store.vault.owns(r.path)),
+                  key=lambda r: r.id or r.path)
 
 
 def find_clusters(records: Sequence[Record], threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE,

@@ -430,6 +430,11 @@ def search_unified(store: Memories, q: UnifiedQuery) -> dict[str, Any]:
             return False
         return min_score is None or score >= min_score
 
+    note = None
+    if text and q.literal_fallback:
+        from vaultmem.storage.index import literal_query
+
+        text, note = literal_query(text)
     if text:
         fetch = max(s.search_candidates, limit * 5)
         hits, _total = store.index.search(text, kinds=("memory", "note"), statuses=None, tags=tags, limit=fetch)
@@ -495,9 +500,12 @@ def search_unified(store: Memories, q: UnifiedQuery) -> dict[str, Any]:
             "last_used": iso(rec.last_used),
             "path": rec.path,
         })
-    return {
+    out = {
         "success": True,
         "count": len(results),
         "results": results,
         "pagination": pagination,
     }
+    if note:
+        out["message"] = note[0].upper() + note[1:]
+    return out

@@ -107,13 +107,34 @@ class Bridge:
         self._executor.shutdown(wait=True)
 
 
+def strict(annotation: Any) -> Any:
+    """`annotation` with every bool, int and float strict: JSON `true`/`false` only, numbers only.
+    Lax parsing read `{"dry_run": "no"}` as False, and gc ran for real."""
+    import types
+    import typing
+
+    from pydantic import Strict
+
+    if annotation in (bool, int, float):
+        return typing.Annotated[annotation, Strict()]
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return typing.Annotated[(strict(args[0]),) + tuple(annotation.__metadata__)]
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(strict(a) for a in args)]  # noqa: UP007 - built from a tuple
+    if origin is list and args:
+        return list[strict(args[0])]  # type: ignore[misc]
+    return annotation
+
+
 def _tool_function(bridge: Bridge, spec: ToolSpec) -> Callable[..., Any]:
     signature = inspect.signature(spec.handler, eval_str=True)
 
     async def call(**arguments: Any) -> Any:
         return await bridge.call(spec, arguments)
 
-    call.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])  # type: ignore[attr-defined]
+    params = [p.replace(annotation=strict(p.annotation)) for p in list(signature.parameters.values())[1:]]
+    call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     call.__name__ = spec.name
     call.__doc__ = spec.description
     return call

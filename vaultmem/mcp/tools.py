@@ -139,13 +139,16 @@ def search_memory(
     semantic = use_embeddings and _embeddings_on(store)
     found = store.search(query, tags=tags or (), top_k=top_k, window_days=window_days, min_score=min_score,
                          include_review_candidates=include_review_candidates,
-                         mode="hybrid" if semantic and query else None)
+                         mode="hybrid" if semantic and query else None, literal_fallback=True)
     results, pagination = paginate(found["results"], page, page_size)
     bound_content(results, DEFAULT_PREVIEW if preview_length is None else preview_length)
     result = {"success": True, "count": len(results), "results": results, "pagination": pagination,
               "evidence_notice": EVIDENCE_NOTICE}
+    notes = [found["message"]] if found.get("message") else []
     if use_embeddings and not semantic:
-        result["message"] = "Embeddings are not installed; used text search instead"
+        notes.append("Embeddings are not installed; used text search instead")
+    if notes:
+        result["message"] = "; ".join(notes)
     return result
 
 
@@ -217,11 +220,14 @@ def search_unified(
     found = store.search_unified(UnifiedQuery(
         query, tags=tags or (), limit=limit, stm_weight=stm_weight, ltm_weight=ltm_weight, window_days=window_days,
         min_score=min_score, page=page or 1, page_size=page_size or 10,
-        preview_length=DEFAULT_PREVIEW if preview_length is None else preview_length))
+        preview_length=DEFAULT_PREVIEW if preview_length is None else preview_length, literal_fallback=True))
     results = found["results"]
     bound_content(results, None)  # preview_length was applied by the store; this caps the whole page
-    return {"success": True, "count": len(results), "results": results, "pagination": found["pagination"],
-            "text": format_unified(results, found["pagination"], verbose=False), "evidence_notice": EVIDENCE_NOTICE}
+    result = {"success": True, "count": len(results), "results": results, "pagination": found["pagination"],
+              "text": format_unified(results, found["pagination"], verbose=False), "evidence_notice": EVIDENCE_NOTICE}
+    if found.get("message"):
+        result["message"] = found["message"]
+    return result
 
 
 @TOOLS.tool(writes_vault=True, title="Record that memories were used")

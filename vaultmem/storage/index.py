@@ -821,6 +821,18 @@ def natural_query(text: str) -> str:
     return re.sub(r"(?<=\w)\?+(?=[\s\W]|$)|(?<!\w)\?+(?!\w)", " ", text).strip()
 
 
+def literal_query(text: str) -> tuple[str, str | None]:
+    """`text` as a query that cannot fail: with an unbalanced quote or parenthesis, the words
+    without quotes and parentheses, and why. What a person typed, passed on by an assistant
+    (`When did Joanna first watch "Eternal Sunshine?`), is searched rather than refused."""
+    try:
+        _check_syntax(text)
+    except QuerySyntaxError as exc:
+        words = " ".join(re.sub(r'["()]', " ", text).split())
+        return words, f"{str(exc).split(';')[0]}; searched the words literally"
+    return text, None
+
+
 def _check_syntax(text: str) -> None:
     """Reject what Whoosh would silently misread, with a message saying how to fix it."""
     if text.count('"') % 2:

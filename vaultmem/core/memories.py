@@ -22,6 +22,7 @@ from typing import Any
 from vaultmem.base.config import TEMPLATE_DIR, Settings, load_settings
 from vaultmem.base.errors import (
     Ambiguous,
+    ConflictError,
     InvalidInput,
     MalformedNote,
     NotFound,
@@ -54,6 +55,8 @@ _SHORT_ID = re.compile(r"^[0-9a-fA-F]{8}$")
 INLINE_EMBED_LIMIT = 256
 Progress = Callable[[Iterable[str], int], Iterator[str]]
 
+
+CAS_ATTEMPTS = 5  # re-reads when a person saves the note while vaultmem writes it
 
 class Memories:
     """Memories in one vault: save, search, open, touch, stats, index upkeep."""
@@ -619,8 +622,25 @@ class Memories:
         return rec, path, text, (st.st_mtime_ns, st.st_size)
 
     def _rewrite(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> str:
-        """The file part of `modify` (caller holds the lock); returns the note's path."""
-        rec, path, text, fingerprint = self.read_note(rec)
+        """The file part of `modify` (caller holds the lock); returns the note's path.
+
+        Compare-and-swap: Obsidian does not take vaultmem's lock, so the new text replaces the
+        file only if it still holds the bytes the change was computed from; otherwise the
+        change is applied again to what the person saved (never over it)."""
+        for _attempt in range(CAS_ATTEMPTS):
+            rec, done = self._rewrite_once(rec, change)
+            if done:
+                return rec.path
+        raise ConflictError(f"{rec.path} kept changing while vaultmem wrote it ({CAS_ATTEMPTS} tries); "
+                            "nothing was overwritten, try again when the editing stops")
+
+    def _rewrite_once(self, rec: Record, change: Callable[[Record], Mapping[str, Any]]) -> tuple[Record, bool]:
+        rec, path, _text, _fingerprint = self.read_note(rec)
+        try:
+            text, stamp = self.vault.read_stamped(path)
+        except FileNotFoundError:
+            return rec, False  # moved or deleted since: read_note follows it on the next try
+        fingerprint = (stamp[1], stamp[2])
         if not self.vault.owns(rec.path):
             raise NotOwned(f"{rec.path} is outside vaultmem's folders, so it is yours: vaultmem reads it but "
                            f"never writes it; move it back under {self.settings.stm_dir.split('/')[0]}/ "
@@ -644,9 +664,9 @@ class Memories:
         changes = {k: v for k, v in changes.items()
                    if k not in props or (notes.understood(k, props[k]) and props[k] != v)}
         new_text = notes.update_frontmatter(text, changes)
-        if new_text != text:
-            self.vault.write_text(path, new_text)
-        return rec.path
+        if new_text == text:
+            return rec, True
+        return rec, self.vault.replace_if_unchanged(path, text, stamp, new_text)
 
     # -- live indexing (the watcher) -----------------------------------------------------------
     root = property(lambda self: self.vault.root, doc="The vault folder.")

@@ -218,6 +218,40 @@ class Vault:
                 os.unlink(tmp)
             raise
 
+    def read_stamped(self, path: Path) -> tuple[str, tuple[int, int, int]]:
+        """A note's exact text and the (inode, mtime_ns, size) it had while being read: a save
+        that lands during the read is read again, so the stamp always describes the text."""
+        while True:
+            with open(path, "rb") as handle:
+                before = os.fstat(handle.fileno())
+                data = handle.read()
+            after = os.stat(path)
+            stamp = (after.st_ino, after.st_mtime_ns, after.st_size)
+            if (before.st_ino, before.st_mtime_ns, before.st_size) == stamp:
+                return data.decode("utf-8"), stamp
+
+    def replace_if_unchanged(self, path: Path, expected: str, stamp: tuple[int, int, int], text: str) -> bool:
+        """Atomic write that happens only if the file still is what the change was computed
+        from (same bytes, same inode, mtime and size): False, and nothing written, when someone
+        saved it in between. The last check and the swap are two system calls apart, so a save
+        can only be lost in those microseconds, not during the whole read-modify-write."""
+        tmp = self._synced_temp(path, text)
+        try:
+            try:
+                os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+                if path.read_bytes() != expected.encode("utf-8"):
+                    return False
+                st = os.stat(path)
+            except FileNotFoundError:
+                return False
+            if (st.st_ino, st.st_mtime_ns, st.st_size) != stamp:
+                return False
+            os.replace(tmp, path)
+            return True
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
     def create_exclusive(self, path: Path, text: str) -> None:
         """Write a new note, never replacing an existing file of that name."""
         tmp = self._synced_temp(path, text)

@@ -243,7 +243,10 @@ def test_gc_preview_selects_from_catalog_lowest_first(store, vault_path):
     assert result == {
         "success": True, "dry_run": True, "removed_count": 0, "archived_count": 2,
         "freed_score_sum": round(scores[0] + scores[1], 4), "memory_ids": [mid(3), mid(2)], "total_affected": 2,
-        "skipped": [],
+        "candidates": [  # a preview shows what it would move: title and path
+            {"id": mid(3), "title": "oldest", "path": "memory/stm/oldest.md", "score": round(scores[0], 4)},
+            {"id": mid(2), "title": "older", "path": "memory/stm/older.md", "score": round(scores[1], 4)}],
+        "skipped": [], "links_rewritten": [], "renamed": [],
         "message": "Would archive 2 low-scoring memories (threshold: 0.05); run with --apply to move them to memory/archive/",
     }
     assert (vault_path / "memory/stm/oldest.md").exists()
@@ -350,12 +353,14 @@ def test_promotion_criteria_new_memory_does_not_qualify(store, vault_path):
     assert result == {
         "success": True, "dry_run": True, "candidates_found": 2, "promoted_count": 0, "promoted_ids": [],
         "candidates": [
-            {"id": mid(2), "content_preview": "used once and fresh", "reason": "High score (1.50 >= 0.65)",
-             "score": round(s1, 4), "use_count": 1, "age_days": 2.0},
-            {"id": mid(3), "content_preview": "used often lately", "reason": "Frequent use (5 >= 5 uses within 14 days)",
-             "score": round(s3, 4), "use_count": 5, "age_days": 13.5},
+            {"id": mid(2), "title": "used-once", "path": "memory/stm/used-once.md", "content_preview": "used once and fresh",
+             "reason": "High score (1.50 >= 0.65)", "score": round(s1, 4), "use_count": 1, "age_days": 2.0,
+             "new_path": None},
+            {"id": mid(3), "title": "busy", "path": "memory/stm/busy.md", "content_preview": "used often lately",
+             "reason": "Frequent use (5 >= 5 uses within 14 days)", "score": round(s3, 4), "use_count": 5,
+             "age_days": 13.5, "new_path": None},
         ],
-        "skipped": [],
+        "skipped": [], "links_rewritten": [], "renamed": [],
         "message": "Would promote 2 memories to memory/ltm/",
     }
 

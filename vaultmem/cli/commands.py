@@ -516,17 +516,29 @@ def gc(apply: bool, delete: bool, limit: int | None, vault: str | None, as_json:
     click.echo(result["message"])
     if result["total_affected"]:
         click.echo(f"score sum: {result['freed_score_sum']:.4f}")
-        shown = result["memory_ids"]
-        more = result["total_affected"] - len(shown)
-        click.echo("ids: " + ", ".join(i[:8] for i in shown) + (f" (+{more} more)" if more > 0 else ""))
+        for c in result["candidates"]:
+            click.echo(f"  {c['id'][:8]} [{c['score']:.4f}] {c['title']} · {c['path']}")
+        more = result["total_affected"] - len(result["candidates"])
+        if more > 0:
+            click.echo(f"  (+{more} more)")
+    _echo_moves(result)
+
+
+def _echo_moves(result: dict[str, Any]) -> None:
+    """What a command that moves memories did besides: skips, free names, rewritten links."""
     for item in result["skipped"]:
         click.echo(f"skipped {item['path']}: {item['reason']}")
+    for item in result.get("renamed", []):
+        click.echo(f"renamed {item['from']} -> {item['path']}: the name was taken")
+    for edit in result.get("links_rewritten", []):
+        click.echo(f"rewrote link in {edit['path']}:{edit['line']}: {edit['old']} -> {edit['new']}")
 
 
 @click.command()
 @click.argument("ref", required=False)
 @click.option("--auto", is_flag=True, help="Find every memory that meets the criteria.")
-@click.option("--apply/--dry-run", default=True, show_default=True, help="Move the notes, or only preview.")
+@click.option("--apply/--dry-run", default=False, show_default=True,
+              help="Move the notes; without --apply it only shows what would move (as gc does).")
 @click.option("--force", is_flag=True, help="Promote REF even if it does not meet the criteria.")
 @vault_option
 @output_options
@@ -534,24 +546,26 @@ def gc(apply: bool, delete: bool, limit: int | None, vault: str | None, as_json:
 def promote(ref: str | None, auto: bool, apply: bool, force: bool, vault: str | None, as_json: bool) -> None:
     """Promote memories to long-term: move memory/stm/ -> memory/ltm/ (status: promoted).
 
-    Criteria: score >= 0.65 after at least one use, or 5 uses within 14 days.
-    The file name stays, so every [[wikilink]] to it still resolves.
+    Without REF, every memory that meets the criteria: score >= 0.65 after at least one
+    use, or 5 uses within 14 days. Without --apply it only shows what would move. The file
+    name and subfolder stay (memory/stm/work/x.md -> memory/ltm/work/x.md); links written as
+    paths to it in your notes are rewritten, each edit listed.
 
     \b
     Example:
-      vaultmem promote --auto --dry-run
-      vaultmem promote 7f3c2a1e --force
+      vaultmem promote
+      vaultmem promote --apply
+      vaultmem promote 7f3c2a1e --force --apply
     """
-    result = _store(vault).promote(ref, auto=auto, apply=apply, force=force)
+    result = _store(vault).promote(ref, auto=auto or not ref, apply=apply, force=force)
     if as_json:
         emit_json(result)
         return
     click.echo(result["message"])
     for c in result["candidates"]:
-        click.echo(f"  {c['id'][:8]} [{c['score']:.2f}] used {c['use_count']}× · {c['age_days']:g} days · "
-                   f"{c['reason']} · {c['content_preview']}")
-    for item in result["skipped"]:
-        click.echo(f"skipped {item['path']}: {item['reason']}")
+        click.echo(f"  {c['id'][:8]} [{c['score']:.2f}] {c['title']} · {c['path']}")
+        click.echo(f"      used {c['use_count']}× · {c['age_days']:g} days · {c['reason']} · {c['content_preview']}")
+    _echo_moves(result)
 
 
 @click.command(name="decay-curve")

@@ -668,6 +668,96 @@ class Memories:
             return rec, True
         return rec, self.vault.replace_if_unchanged(path, text, stamp, new_text)
 
+    # -- moves ----------------------------------------------------------------------------------
+    def move_memory(self, rel: str, status: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Move a memory into the folder of `status`, keeping its subfolder (`stm/work/x.md` ->
+        `ltm/work/x.md`), set `changes` on it (byte-exact; values the person wrote that vaultmem
+        does not understand stay), and rewrite the path links to it in other notes, as Obsidian
+        does. A name taken in the destination gives the note a free name (`<stem>-<id8>.md`).
+
+        Returns {"path", "from", "renamed_to" (None or the new file name), "links_rewritten":
+        [{"path", "line", "old", "new"}]}.
+        """
+        with self.vault.lock():
+            if not self.vault.owns(rel):
+                raise NotOwned(f"{rel} is outside vaultmem's folders, so it is yours: vaultmem never moves it")
+            folders = self.vault.memory_dirs
+            here = self.vault.status_of(rel)
+            sub = rel[len(folders[here]) + 1:] if here else rel.rsplit("/", 1)[-1]
+            dst = f"{folders[status]}/{sub}"
+            sources: list[str] = []
+            rec = self.index.get(rel)
+            if rec is not None and rec.id:
+                # an id derived from the file name (a note the person wrote without one) is
+                # written now, so a free name on a clash does not change the memory's id
+                changes = {"id": rec.id, **changes}
+            if dst == rel:
+                moved, renamed = rel, None
+            else:
+                dst, renamed = self._free_name(dst, (rec.id or "") if rec else "")
+                sources = [src for (src,) in self.index.db.execute(
+                    "SELECT DISTINCT src FROM links WHERE dst = ? AND src != ?", (rel, rel))]
+                self.vault.move_to(rel, dst)
+                moved = dst
+                self.index.refresh([moved], removed=[rel])
+            edits = self._relink(rel, moved, sources)
+            current = self.index.get(moved)
+            if current is not None and changes:
+                self.modify(current, lambda _cur: changes)
+        return {"path": moved, "from": rel, "renamed_to": renamed, "links_rewritten": edits}
+
+    def _free_name(self, dst: str, mid: str) -> tuple[str, str | None]:
+        """`dst`, or a name beside it nobody holds: `<stem>-<id8>.md`, then numbered."""
+        if not self.vault.abs(dst).exists():
+            return dst, None
+        folder, name = dst.rsplit("/", 1)
+        stem = name[:-3]
+        tail = f"-{mid[:8]}" if mid and not stem.endswith(mid[:8]) else ""
+        for n in range(0, 1000):
+            candidate = f"{folder}/{stem}{tail}{'' if n == 0 else f'-{n}'}.md"
+            if not self.vault.abs(candidate).exists():
+                return candidate, candidate.rsplit("/", 1)[1]
+        raise VaultmemError(f"cannot find a free name for {name} in {folder}/; rename the notes there")
+
+    def _relink(self, old: str, new: str, sources: Sequence[str]) -> list[dict[str, Any]]:
+        """Rewrite links written as paths to `old` so they point at `new` (the caller holds the
+        lock): in each source, only the link target's characters change; the moved note's own
+        relative markdown links are recomputed for its new folder."""
+        from vaultmem.storage import links as linkmod
+
+        edits: list[dict[str, Any]] = []
+        touched: list[str] = []
+        jobs = [(src, old, new) for src in sources if src != new]
+        if old.rsplit("/", 1)[0] != new.rsplit("/", 1)[0]:
+            jobs.append((new, "", ""))  # the moved note's relative links
+        for src, target_old, target_new in jobs:
+            for _attempt in range(CAS_ATTEMPTS):
+                path = self.vault.abs(src)
+                try:
+                    text, stamp = self.vault.read_stamped(path)
+                except (FileNotFoundError, UnicodeDecodeError):
+                    break
+                try:
+                    split = notes.split_note(text)
+                    props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
+                except MalformedNote:
+                    break  # a broken note is never rewritten; doctor lists its links
+                offset = split.head.count("\n")
+                found = linkmod.note_links(split.frontmatter, props, split.body, offset, src)
+                if target_old:
+                    new_text, changed = linkmod.retarget(text, found, src, target_old, target_new)
+                else:
+                    new_text, changed = linkmod.refolder(text, found, old, new)
+                if not changed:
+                    break
+                if self.vault.replace_if_unchanged(path, text, stamp, new_text):
+                    edits.extend({"path": src, **c} for c in changed)
+                    touched.append(src)
+                    break
+        if touched:
+            self.index.refresh(touched)
+        return edits
+
     # -- live indexing (the watcher) -----------------------------------------------------------
     root = property(lambda self: self.vault.root, doc="The vault folder.")
     state_dir = property(lambda self: self.vault.state_dir, doc="The vault's `.vaultmem/` folder.")

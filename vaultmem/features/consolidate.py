@@ -450,7 +450,8 @@ def merge_records(store: Memories, records: Sequence[Record], cohesion: float,
         store.vault.create_exclusive(store.vault.abs(rel), text)
         store.index.refresh([rel])
         new_stem = _stem(rel)
-        archived = [archive_record(store, r, now, {"consolidated_into": f"[[{new_stem}]]"}) for r in ordered]
+        moves: list[dict[str, Any]] = []
+        archived = [archive_record(store, r, now, {"consolidated_into": f"[[{new_stem}]]"}, moves) for r in ordered]
     return {
         "success": True,
         "mode": "apply",
@@ -461,33 +462,31 @@ def merge_records(store: Memories, records: Sequence[Record], cohesion: float,
         "relation_ids": [relation_id(memory.id, "consolidated_from", r.id or "") for r in ordered],
         "archived_count": len(archived),
         "archived_paths": archived,
+        **lifecycle.move_report(moves),
         "message": f"Merged {len(ordered)} memories into {memory.id}",
     }
 
 
 def archive_record(store: Memories, rec: Record, now: dt.datetime,
-                   extra: Mapping[str, Any] | None = None) -> str:
+                   extra: Mapping[str, Any] | None = None, moves: list[dict[str, Any]] | None = None) -> str:
     """Move a memory to the archive folder and set status archived; returns its new path."""
-    return move_record(store, rec, "archived", {"archived_at": now, **dict(extra or {})})
+    return move_record(store, rec, "archived", {"archived_at": now, **dict(extra or {})}, moves)
 
 
-def move_record(store: Memories, rec: Record, status: str, changes: Mapping[str, Any]) -> str:
-    """Move a memory to the folder of `status`, then set status and `changes` (under the lock).
+def move_record(store: Memories, rec: Record, status: str, changes: Mapping[str, Any],
+                moves: list[dict[str, Any]] | None = None) -> str:
+    """Move a memory to the folder of `status` (its subfolder kept, path links to it
+    rewritten), then set status and `changes`; the move is added to `moves`.
 
     Used for archiving and for demotion back to short-term; promotion goes through
     `MemoryStore.promote` (the lifecycle module).
     """
-    folder = store.vault.memory_dirs[status]
     with store.vault.lock():
         cur = _current(store, rec)
-        path = cur.path
-        if not path.startswith(folder + "/"):
-            path = store.vault.move(cur.path, folder)
-            store.index.refresh([path], removed=[cur.path])
-        moved = store.index.get(path)
-        assert moved is not None
-        store.modify(moved, lambda _c: {"status": status, **dict(changes)})
-    return path
+        moved = store.move_memory(cur.path, status, {"status": status, **dict(changes)})
+    if moves is not None:
+        moves.append(moved)
+    return str(moved["path"])
 
 
 # -- consolidate -----------------------------------------------------------------------------------
@@ -531,6 +530,8 @@ def consolidate(store: Memories, cluster_id_: str | None = None, mode: str = "pr
         results = [merge_records(store, c.records, c.cohesion, c.id) for c in chosen]
         if cluster_id_:
             return {**base, **results[0], "consolidated_clusters": 1, "results": results}
+        base["links_rewritten"] = [e for r in results for e in r["links_rewritten"]]
+        base["renamed"] = [e for r in results for e in r["renamed"]]
         return {**base, "consolidated_clusters": len(results), "results": results,
                 "message": f"Merged {len(results)} clusters ({sum(r['archived_count'] for r in results)} memories archived)"}
     results = [link_records(store, c.records, c.id) for c in chosen]

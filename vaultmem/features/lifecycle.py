@@ -134,16 +134,22 @@ def _read_current(store: Memories, cand: Candidate) -> tuple[Record | None, str]
     return rec, ""
 
 
-def _move_and_mark(store: Memories, rel: str, folder: str, changes: dict[str, Any]) -> str:
-    """Move a note (name unchanged), then set `changes` on the moved file; caller holds the lock."""
-    new_rel = store.vault.move(rel, folder)
-    path = store.vault.abs(new_rel)
-    text = path.read_text(encoding="utf-8")  # re-read: the move kept any last-second edit
-    new_text = notes.update_frontmatter(text, changes)
-    if new_text != text:
-        store.vault.write_text(path, new_text)
-    store.index.refresh([new_rel], removed=[rel])
-    return new_rel
+def _move_and_mark(store: Memories, rel: str, status: str, changes: dict[str, Any],
+                   moves: list[dict[str, Any]]) -> str:
+    """Move a memory into the folder of `status` (subfolder kept, links to it rewritten), then
+    set `changes` on it; the move (with its link edits) is added to `moves`."""
+    moved = store.move_memory(rel, status, changes)
+    moves.append(moved)
+    return str(moved["path"])
+
+
+def move_report(moves: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The keys every command that moves memories adds to its result: each link it rewrote
+    in another note and each memory that took a free name because its own was taken."""
+    return {
+        "links_rewritten": [edit for m in moves for edit in m["links_rewritten"]],
+        "renamed": [{"from": m["from"], "path": m["path"]} for m in moves if m.get("renamed_to")],
+    }
 
 
 # -- gc ------------------------------------------------------------------------------------------
@@ -161,10 +167,10 @@ def gc(store: Memories, apply: bool = False, delete: bool = False, limit: int | 
         candidates = candidates[:limit]
     done: list[Candidate] = []
     skipped: list[dict[str, Any]] = []
+    moves: list[dict[str, Any]] = []
     if not apply:
         done = candidates
     else:
-        archive = store.settings.archive_dir.strip("/")
         for cand in candidates:
             with store.vault.lock():
                 rec, why = _read_current(store, cand)
@@ -184,7 +190,7 @@ def gc(store: Memories, apply: bool = False, delete: bool = False, limit: int | 
                         store.vault.trash(cand.path)
                         store.index.refresh([], removed=[cand.path])
                     else:
-                        _move_and_mark(store, cand.path, archive, {"status": "archived", "archived_at": now})
+                        _move_and_mark(store, cand.path, "archived", {"status": "archived", "archived_at": now}, moves)
                 except VaultmemError as exc:
                     skipped.append({"id": cand.id, "path": cand.path, "reason": str(exc)})
                     continue
@@ -206,9 +212,17 @@ def gc(store: Memories, apply: bool = False, delete: bool = False, limit: int | 
         "freed_score_sum": freed,
         "memory_ids": [c.id for c in done[:SAMPLE_IDS]],
         "total_affected": n,
+        "candidates": [{"id": c.id, "title": _title(c.path), "path": c.path, "score": round(c.score, 4)}
+                       for c in done[:SAMPLE_IDS]],
         "skipped": skipped,
+        **move_report(moves),
         "message": message,
     }
+
+
+def _title(path: str) -> str:
+    """What Obsidian shows as a note's title: its file name without `.md`."""
+    return path.rsplit("/", 1)[-1][:-3]
 
 
 # -- promotion -------------------------------------------------------------------------------------
@@ -225,6 +239,9 @@ def promote(store: Memories, ref: str | None = None, auto: bool = False, apply: 
     ltm = s.ltm_dir.strip("/")
     if ref:
         asked = store.resolve(ref)
+        if not store.vault.owns(asked.path):
+            return _promote_result(apply, [], [], [], f"Memory {asked.id} is in {asked.path}, outside vaultmem's "
+                                                      "folders: it is yours, vaultmem never moves it")
         score = record_score(asked, now, s)
         if asked.status == "promoted":
             return _promote_result(apply, [], [], [], f"Memory {asked.id} is already promoted ({asked.path})")
@@ -242,6 +259,7 @@ def promote(store: Memories, ref: str | None = None, auto: bool = False, apply: 
         candidates = promotion_candidates(store, now)
     promoted: list[Candidate] = []
     skipped: list[dict[str, Any]] = []
+    moves: list[dict[str, Any]] = []
     if apply:
         for cand in candidates:
             with store.vault.lock():
@@ -262,7 +280,7 @@ def promote(store: Memories, ref: str | None = None, auto: bool = False, apply: 
                     skipped.append({"id": cand.id, "path": cand.path, "reason": why})
                     continue
                 try:
-                    _move_and_mark(store, cand.path, ltm, {"status": "promoted", "promoted_at": now})
+                    _move_and_mark(store, cand.path, "promoted", {"status": "promoted", "promoted_at": now}, moves)
                 except VaultmemError as exc:
                     skipped.append({"id": cand.id, "path": cand.path, "reason": str(exc)})
                     continue
@@ -273,7 +291,12 @@ def promote(store: Memories, ref: str | None = None, auto: bool = False, apply: 
     message = (f"Promoted {n} {noun} to {ltm}/" if apply else f"Would promote {n} {noun} to {ltm}/")
     if skipped:
         message += f"; skipped {len(skipped)} changed since selection"
-    return _promote_result(apply, candidates, promoted, shown, message, skipped, store, now)
+    result = _promote_result(apply, candidates, promoted, shown, message, skipped, store, now)
+    result.update(move_report(moves))
+    paths = {m["from"]: m["path"] for m in moves}
+    for detail in result["candidates"]:
+        detail["new_path"] = paths.get(detail["path"])
+    return result
 
 
 def _promote_result(apply: bool, candidates: list[Candidate], promoted: list[Candidate],
@@ -289,6 +312,8 @@ def _promote_result(apply: bool, candidates: list[Candidate], promoted: list[Can
             content = rec.content if rec else ""
             details.append({
                 "id": c.id,
+                "title": _title(c.path),
+                "path": c.path,
                 "content_preview": preview(content, PREVIEW_CHARS),
                 "reason": c.reason,
                 "score": round(c.score, 4),

@@ -205,7 +205,7 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     folder_status = vault.status_of(rel)
     kind = _kind_of(vault, rel, props)
     rec = Record(path=rel, mtime_ns=fingerprint[0], size=fingerprint[1], kind=kind, title=stem)
-    rec._links = linkmod.note_links(split.frontmatter, props, split.body, split.head.count("\n"))  # type: ignore[attr-defined]
+    rec._links = linkmod.note_links(split.frontmatter, props, split.body, split.head.count("\n"), rel)  # type: ignore[attr-defined]
     rec._aliases = linkmod.aliases_of(props)  # type: ignore[attr-defined]
     if kind == "note":
         rec.content = split.body[:NOTE_PREVIEW_CHARS] if len(split.body) > NOTE_PREVIEW_CHARS else split.body

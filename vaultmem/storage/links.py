@@ -21,7 +21,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from vaultmem.base.errors import InvalidInput
@@ -51,6 +51,8 @@ class Link:
     strength: float = 1.0
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
     line: int = 0  # 1-based line in the file
+    style: str = "wiki"  # "wiki" ([[target]]) or "markdown" ([text](path.md))
+    raw: str = ""  # a markdown link's target exactly as written (percent-escapes kept, no <>)
 
     @property
     def key(self) -> str:
@@ -113,6 +115,23 @@ def _wikilink_rule(state: Any, silent: bool) -> bool:
     return True
 
 
+def _located(rule: Any) -> Any:
+    """markdown-it's own link/image rule, noting where in the text the link starts (its
+    line) and its source text (for the target exactly as written)."""
+    def located(state: Any, silent: bool) -> bool:
+        pos, count = state.pos, len(state.tokens)
+        if not rule(state, silent):
+            return False
+        if not silent:  # pending text is flushed first: the link's own token follows it
+            token = next((t for t in state.tokens[count:] if t.type in ("link_open", "image")), None)
+            if token is not None:
+                token.meta = {**(token.meta or {}), "nl": _line_of(state, state.src, pos),
+                              "source": state.src[pos:state.pos]}
+        return True
+
+    return located
+
+
 _MD: Any = None
 
 
@@ -120,11 +139,45 @@ def _markdown() -> Any:
     global _MD
     if _MD is None:
         from markdown_it import MarkdownIt
+        from markdown_it.rules_inline import image, link
 
         md = MarkdownIt("commonmark")
         md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+        md.inline.ruler.at("link", _located(link))
+        md.inline.ruler.at("image", _located(image))
         _MD = md
     return _MD
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_MD_TARGET = re.compile(r"\]\(\s*(?:<([^>\n]*)>|([^\s()]*(?:\([^\s()]*\)[^\s()]*)*))")
+
+
+def markdown_target(source: str) -> str | None:
+    """The target of `[text](target "title")` as written in `source`, or None."""
+    found = list(_MD_TARGET.finditer(source))  # the last `](`: the text may hold brackets
+    if not found:
+        return None
+    match = found[-1]
+    return match.group(1) if match.group(1) is not None else match.group(2)
+
+
+def vault_path_of(raw: str, source: str) -> str | None:
+    """A markdown link's note path in the vault: relative to the source note's folder, or from
+    the vault root with a leading `/`; None for a URL or a path leading out of the vault."""
+    import posixpath
+    from urllib.parse import unquote
+
+    if not raw or _SCHEME.match(raw) or raw.startswith("#"):
+        return None
+    target = unquote(raw.partition("#")[0]).replace("\\", "/")
+    if target.startswith("/"):
+        joined = target.lstrip("/")
+    else:
+        folder = source.rsplit("/", 1)[0] if "/" in source else ""
+        joined = posixpath.join(folder, target)
+    normal = posixpath.normpath(joined)
+    return None if normal in (".", "") or normal.startswith("../") or normal == ".." else normal
 
 
 def split_inner(inner: str) -> tuple[str, str, str]:
@@ -135,9 +188,10 @@ def split_inner(inner: str) -> tuple[str, str, str]:
     return target.strip(), subpath.strip(), alias.strip()
 
 
-def parse_links(body: str, line_offset: int = 0) -> list[Link]:
-    """Every wikilink and embed in a note body, with relation types from `## Relations`."""
-    if "[[" not in body:
+def parse_links(body: str, line_offset: int = 0, source: str = "") -> list[Link]:
+    """Every wikilink, embed and markdown link to a note or attachment in a note body, with
+    relation types from `## Relations`. Markdown links resolve against `source`'s folder."""
+    if "[[" not in body and "](" not in body:
         return []
     tokens = _markdown().parse(body)
     links: list[Link] = []
@@ -152,18 +206,39 @@ def parse_links(body: str, line_offset: int = 0) -> list[Link]:
             continue
         if token.type != "inline" or not token.children:
             continue
+        first_line = (token.map[0] if token.map else 0) + 1 + line_offset
+        for child in token.children:
+            if child.type in ("link_open", "image") and child.meta and "source" in child.meta:
+                link = _markdown_link(child, source, first_line)
+                if link is not None:
+                    links.append(link)
         found = [c for c in token.children if c.type == "wikilink"]
         if not found:
             continue
-        first_line = (token.map[0] if token.map else 0) + 1 + line_offset
         source_lines = token.content.split("\n")
+        wiki = []
         for child in found:
             target, subpath, alias = split_inner(child.content)
-            links.append(Link(target=target, subpath=subpath, alias=alias, embed=child.meta["embed"],
-                              line=first_line + child.meta["nl"]))
+            wiki.append(Link(target=target, subpath=subpath, alias=alias, embed=child.meta["embed"],
+                             line=first_line + child.meta["nl"]))
+        links.extend(wiki)
         if in_relations:
-            _apply_fields(links[-len(found):], found, source_lines)
+            _apply_fields(wiki, found, source_lines)
     return links
+
+
+def _markdown_link(token: Any, source: str, first_line: int) -> Link | None:
+    raw = markdown_target(token.meta["source"])
+    if raw is None:
+        return None
+    path = vault_path_of(raw, source)
+    if path is None:
+        return None
+    from urllib.parse import unquote
+
+    subpath = unquote(raw.partition("#")[2])
+    return Link(target=path, subpath=subpath, embed=token.type == "image", line=first_line + token.meta["nl"],
+                style="markdown", raw=raw)
 
 
 _PROPERTY_LINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
@@ -191,9 +266,10 @@ def property_links(props: Mapping[str, Any], frontmatter: str | None) -> list[Li
     return found
 
 
-def note_links(frontmatter: str | None, props: Mapping[str, Any], body: str, body_line_offset: int) -> list[Link]:
+def note_links(frontmatter: str | None, props: Mapping[str, Any], body: str, body_line_offset: int,
+               source: str = "") -> list[Link]:
     """Every link of a note: frontmatter properties first, then the body."""
-    return property_links(props, frontmatter) + parse_links(body, body_line_offset)
+    return property_links(props, frontmatter) + parse_links(body, body_line_offset, source)
 
 
 def _apply_fields(links: list[Link], tokens: list[Any], lines: list[str]) -> None:
@@ -316,6 +392,102 @@ def set_relation(body: str, line: str, relation_type: str, target_keys: Iterable
     if text.strip():
         text += newline if not text.endswith(newline * 2) else ""
     return f"{text}## {RELATIONS_HEADING}{newline}{line}{newline}"
+
+
+# -- rewriting links when a note moves ---------------------------------------------------------
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as markdown-it counts them (only `\n` ends a line), each with its ending."""
+    return re.split(r"(?<=\n)", text)
+
+
+def _md_raw(new_path: str, raw: str, source_folder: str, angle: bool) -> str:
+    """A markdown link target for `new_path` in the form `raw` was written in: from the root
+    (`/x.md`) or relative, with or without `.md`, percent-encoded if it was, same `#heading`."""
+    import posixpath
+    from urllib.parse import quote
+
+    path_part, hash_, sub = raw.partition("#")
+    target = new_path if path_part.lower().endswith(".md") else new_path[:-3] if new_path.endswith(".md") else new_path
+    written = "/" + target if path_part.startswith("/") else posixpath.relpath(target, source_folder or ".")
+    if "%" in path_part or (" " in written and not angle):
+        written = quote(written, safe="/()")
+    return written + hash_ + sub
+
+
+def _replace_on_line(lines: list[str], line: int, old: str, new: str) -> bool:
+    if not 1 <= line <= len(lines) or old not in lines[line - 1]:
+        return False
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    return True
+
+
+def retarget(text: str, found: Sequence[Link], source: str, old: str, new: str) -> tuple[str, list[dict[str, Any]]]:
+    """`text` with every link written as a path to `old` pointing at `new` instead: just the
+    target's characters change (alias, heading, `.md`, form of the path kept). Links by bare
+    name keep working on their own and are left alone. Returns the text and the edits."""
+    lines = _lines(text)
+    old_key = _fold(old[:-3] if old.endswith(".md") else old)
+    new_noext = new[:-3] if new.endswith(".md") else new
+    folder = source.rsplit("/", 1)[0] if "/" in source else ""
+    edits: list[dict[str, Any]] = []
+    for link in found:
+        if link.style == "markdown":
+            if _fold(link.target) not in (_fold(old), old_key):
+                continue
+            line_text = lines[link.line - 1] if 1 <= link.line <= len(lines) else ""
+            angle = f"](<{link.raw}>" in line_text
+            written = _md_raw(new, link.raw, folder, angle)
+            before, after = (f"](<{link.raw}>", f"](<{written}>") if angle else (f"]({link.raw}", f"]({written}")
+            if _replace_on_line(lines, link.line, before, after):
+                edits.append({"line": link.line, "old": link.raw, "new": written})
+            continue
+        key = link.key
+        if "/" not in key or not (key == old_key or old_key.endswith("/" + key)):
+            continue
+        target = link.target
+        depth = key.count("/") + 1
+        written = new_noext if key == old_key else "/".join(new_noext.split("/")[-depth:])
+        if target.lower().endswith(".md"):
+            written += ".md"
+        if target.startswith("/"):
+            written = "/" + written
+        pattern = re.compile(r"(\[\[\s*)" + re.escape(target) + r"(?=\s*(?:\\?\||#|\]\]))")
+        if 1 <= link.line <= len(lines):
+            replaced, n = pattern.subn(_keep_opening(written), lines[link.line - 1], count=1)
+            if n:
+                lines[link.line - 1] = replaced
+                edits.append({"line": link.line, "old": target, "new": written})
+    return "".join(lines), edits
+
+
+def _keep_opening(written: str) -> Callable[[re.Match[str]], str]:
+    return lambda m: m.group(1) + written
+
+
+def refolder(text: str, found: Sequence[Link], old: str, new: str) -> tuple[str, list[dict[str, Any]]]:
+    """The moved note's own relative markdown links, recomputed from its new folder (they
+    were written relative to the old one)."""
+    lines = _lines(text)
+    new_folder = new.rsplit("/", 1)[0] if "/" in new else ""
+    edits: list[dict[str, Any]] = []
+    for link in found:
+        if link.style != "markdown" or link.raw.startswith("/"):
+            continue
+        target = vault_path_of(link.raw, old)
+        if target is None:
+            continue
+        line_text = lines[link.line - 1] if 1 <= link.line <= len(lines) else ""
+        angle = f"](<{link.raw}>" in line_text
+        written = _md_raw(target if target.lower().endswith(".md") or "." in target.rsplit("/", 1)[-1]
+                          else target + ".md", link.raw, new_folder, angle)
+        if written == link.raw:
+            continue
+        before, after = (f"](<{link.raw}>", f"](<{written}>") if angle else (f"]({link.raw}", f"]({written}")
+        if _replace_on_line(lines, link.line, before, after):
+            edits.append({"line": link.line, "old": link.raw, "new": written})
+    return "".join(lines), edits
 
 
 # -- resolution -------------------------------------------------------------------------------

@@ -272,6 +272,14 @@ class Vault:
         os.rename(src, dst)
         return self.rel(dst)
 
+    def move_to(self, src_rel: str, dst_rel: str) -> None:
+        """Move a note to exactly `dst_rel`, never replacing a file there."""
+        src, dst = self.abs(src_rel), self.abs(dst_rel)
+        if dst.exists():
+            raise VaultmemError(f"cannot move {src_rel}: {dst_rel} already exists; rename one of them")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(src, dst)
+
     def trash(self, rel: str) -> str:
         """Obsidian's soft delete: move into `.trash/`, numbering the name on a clash."""
         src = self.abs(rel)

@@ -43,6 +43,11 @@ def _isolated_env(monkeypatch, tmp_path):
     # The default suite never loads the embedding model, even where the extra is installed;
     # tests marked `embeddings` switch it on (run them with `pytest -m embeddings`).
     monkeypatch.setenv("VAULTMEM_EMBEDDINGS", "off")
+    # a time a note holds without a zone is in this machine's zone (setting `timezone`): UTC here
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
 
 
 @pytest.fixture

@@ -414,9 +414,10 @@ def test_block_names_cannot_reach_outside_the_vault(hostile, name):
 
 
 @pytest.mark.parametrize("line, reason", [
-    ("created: 2026-02-30", "invalid YAML value: day is out of range for month"),
+    ("created: 2026-02-30", None),  # YAML 1.2, as Obsidian: text, not a date; the note indexes
     ("x: !!float 'abc'", "invalid YAML value: could not convert string to float: 'abc'"),
-    ("x: !!timestamp 'x'", "invalid YAML value: a !!timestamp value that is no date or time"),
+    ("x: !!timestamp 'x'", "invalid YAML at line 2: could not determine a constructor for the tag "
+                           "'tag:yaml.org,2002:timestamp'"),
     ("use_count: 9223372036854775808", None),
     ("2026-01-01: x", None),
 ])

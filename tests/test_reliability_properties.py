@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from reliability_helpers import NOW, SOAK
 
 from vaultmem.base.config import Settings
+from vaultmem.base.timeutil import parse_time
 from vaultmem.core import decay
 from vaultmem.storage import links
 from vaultmem.storage import note as notes
@@ -89,7 +90,10 @@ def test_codec_update_is_identity_on_owned_keys_and_byte_identical_elsewhere(not
     # parse -> update -> parse: the changed keys read back as set, every other value unchanged
     old_props, new_props = notes.load_yaml(before.frontmatter), notes.load_yaml(after.frontmatter)
     for key, value in changes.items():
-        assert new_props[key] == (list(value) if isinstance(value, list) else value)
+        if isinstance(value, dt.datetime):  # YAML 1.2 reads a time as text; parse_time reads the text
+            assert parse_time(new_props[key]) == value
+        else:
+            assert new_props[key] == (list(value) if isinstance(value, list) else value)
     for key, value in old_props.items():
         if key not in changes:
             assert new_props[key] == value

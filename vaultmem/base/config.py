@@ -7,6 +7,7 @@ CortexGraph user can switch without renaming their environment.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -109,6 +110,18 @@ class Settings:
     # folders whose transcripts `vaultmem capture` may read when a hook's JSON names a
     # transcript_path (comma-separated; the vault itself is always allowed). MCP never reads one.
     transcript_dirs: str = "~/.claude/projects"
+    # the zone of a time a person typed without one (`created: 2026-11-20T09:30`, what
+    # Obsidian's Date & time property writes): an IANA name; "" = this machine's zone
+    timezone: str = ""
+
+    @property
+    def naive_zone(self) -> dt.tzinfo | None:
+        """The zone of naive times in notes; None: this machine's local zone."""
+        if not self.timezone:
+            return None
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(self.timezone)
 
     @property
     def pipeline_auto_apply_actions(self) -> tuple[str, ...]:
@@ -154,6 +167,14 @@ class Settings:
             value = getattr(self, name)
             if os.path.isabs(value) or ".." in Path(value).parts or not value.strip("/"):
                 raise ConfigError(f"{name} must be a folder inside the vault, got {value!r}")
+        if self.timezone:
+            from zoneinfo import ZoneInfoNotFoundError
+
+            try:
+                self.naive_zone  # noqa: B018 - loads the zone
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ConfigError(f"timezone {self.timezone!r} is not an IANA zone name; use one like Europe/Berlin, "
+                                  "or leave it empty for this machine's zone") from None
         unsafe = [a for a in self.pipeline_auto_apply_actions if a not in ("touch", "relate")]
         if unsafe:
             raise ConfigError(f"pipeline_auto_apply may list only the safe actions touch, relate; got {unsafe[0]!r}")

@@ -28,21 +28,27 @@ def env_clock() -> Clock:
     return system_clock
 
 
-def parse_time(value: object) -> dt.datetime | None:
-    """Read a time from frontmatter: datetime, date, ISO string or epoch seconds."""
+def parse_time(value: object, naive_zone: dt.tzinfo | None = UTC) -> dt.datetime | None:
+    """Read a time from frontmatter: datetime, date, ISO string or epoch seconds, as UTC.
+    A time or date without a zone is in `naive_zone` (None: this machine's local zone)."""
     if value is None or isinstance(value, bool):
         return None
     try:
-        return _parse_time(value)
+        return _parse_time(value, naive_zone)
     except (OverflowError, ValueError, OSError):  # 0001-01-01T00:00:00+23:59 is before year 1 in UTC
         return None
 
 
-def _parse_time(value: object) -> dt.datetime | None:
+def _localise(naive: dt.datetime, zone: dt.tzinfo | None) -> dt.datetime:
+    # astimezone() on a naive time asks the C library for the local zone, DST included
+    return naive.astimezone(UTC) if zone is None else naive.replace(tzinfo=zone).astimezone(UTC)
+
+
+def _parse_time(value: object, zone: dt.tzinfo | None = UTC) -> dt.datetime | None:
     if isinstance(value, dt.datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return _localise(value, zone) if value.tzinfo is None else value.astimezone(UTC)
     if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day, tzinfo=UTC)
+        return _localise(dt.datetime(value.year, value.month, value.day), zone)
     if isinstance(value, (int, float)):
         try:
             return dt.datetime.fromtimestamp(float(value), UTC)
@@ -56,7 +62,7 @@ def _parse_time(value: object) -> dt.datetime | None:
             parsed = dt.datetime.fromisoformat(text)
         except ValueError:
             return None
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        return _localise(parsed, zone) if parsed.tzinfo is None else parsed.astimezone(UTC)
     return None
 
 

@@ -56,6 +56,21 @@ INLINE_EMBED_LIMIT = 256
 Progress = Callable[[Iterable[str], int], Iterator[str]]
 
 
+
+def _unwrap_reference(ref: str) -> str:
+    """A memory named the way a person pastes it: `[[name]]`, `[[name|shown]]`,
+    `[[folder/name#Heading]]`, or in quotes, as the bare name."""
+    ref = ref.strip()
+    if len(ref) > 1 and ref[0] == ref[-1] and ref[0] in "\"'":
+        ref = ref[1:-1].strip()
+    match = re.fullmatch(r"!?\[\[([^\[\]]+)\]\]", ref)
+    if match:
+        from vaultmem.storage.links import split_inner
+
+        target = split_inner(match.group(1))[0]
+        ref = target or ref
+    return ref
+
 CAS_ATTEMPTS = 5  # re-reads when a person saves the note while vaultmem writes it
 
 class Memories:
@@ -306,6 +321,7 @@ class Memories:
         if "\x00" in ref or len(ref) > 512:
             raise InvalidInput("memory id is not valid; pass an id, an 8-char short id or a file name")
         kind_sql = f"kind IN ({','.join('?' * len(kinds))})"
+        ref = _unwrap_reference(ref)
         if _UUID.match(ref):
             found = self.index.records(f"{kind_sql} AND id = ?", [*kinds, ref.lower()])
         elif _SHORT_ID.match(ref):
@@ -316,12 +332,31 @@ class Memories:
                 found = self.index.records(f"{kind_sql} AND path = ?", [*kinds, name + ".md"])
             else:
                 found = self.index.records(f"{kind_sql} AND lower(title) = ?", [*kinds, name.lower()])
+            if not found:
+                found = self._by_alias_or_title(name, kind_sql, kinds)
         if not found:
             raise NotFound(f"no memory matches {ref!r}; check the id with `vaultmem search`")
         if len(found) > 1:
             paths = ", ".join(sorted(r.path for r in found)[:5])
             raise Ambiguous(f"{ref!r} matches {len(found)} notes ({paths}); use the full id or path")
         return found[0]
+
+    def _by_alias_or_title(self, name: str, kind_sql: str, kinds: Sequence[str]) -> list[Record]:
+        """What Obsidian would also accept for a note: one of its `aliases`, or the title a
+        memory's file name shows without its `-<id8>` suffix (`pool settings` ->
+        `pool-settings-4d5e6f70.md`)."""
+        from vaultmem.storage.links import _fold
+
+        paths = [p for (p,) in self.index.db.execute("SELECT path FROM aliases WHERE alias = ?", (_fold(name),))]
+        if paths:
+            found = list(self.index.by_paths(paths).values())
+            found = [r for r in found if r.kind in kinds]
+            if found:
+                return found
+        slug = notes.slugify(name, max_words=50, max_chars=200)
+        rows = self.index.records(f"{kind_sql} AND lower(title) LIKE ? ESCAPE '\\'",
+                                  [*kinds, slug.replace("_", "\\_").replace("%", "\\%") + "-%"])
+        return [r for r in rows if re.fullmatch(re.escape(slug) + r"-[0-9a-f]{8}", r.title.lower())]
 
     def memory_dict(self, rec: Record, now: dt.datetime | None = None) -> dict[str, Any]:
         now = now or self.now()
@@ -467,9 +502,9 @@ class Memories:
         if since is not None:
             where += " AND last_used >= ?"
             params.append(since.timestamp())
-        wanted = {t.lower() for t in tags}
         return [rec for rec in self.index.records(where, params)
-                if (not wanted or wanted & {t.lower() for t in rec.tags}) and self.visible(rec)]
+                if (not tags or notes.tag_matches(tags, [*rec.tags, *notes.inline_tags(rec.content)]))
+                and self.visible(rec)]
 
     def _spread(self, ranked: list[tuple[Record, float, float | None, float]],
                 top_k: int) -> list[tuple[Record, float, float | None, float]]:
@@ -662,7 +697,7 @@ class Memories:
         # A value the person wrote that vaultmem does not understand stays; so does the line of a
         # value that already reads as the new one (its spacing and quoting are the person's).
         changes = {k: v for k, v in changes.items()
-                   if k not in props or (notes.understood(k, props[k]) and props[k] != v)}
+                   if k not in props or (notes.understood(k, props[k]) and not notes.same_value(props[k], v))}
         new_text = notes.update_frontmatter(text, changes)
         if new_text == text:
             return rec, True

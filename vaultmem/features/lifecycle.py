@@ -482,9 +482,8 @@ def search_unified(store: Memories, q: UnifiedQuery) -> dict[str, Any]:
             else:
                 scored.append((ltm_weight * rank_score(relevance, score, s.decay_weight), rec, score, relevance, "ltm"))
     else:
-        wanted = {t.lower() for t in tags}
         for rec in store.index.records("kind = 'memory' AND status IN ('active', 'promoted')"):
-            if wanted and not wanted & {t.lower() for t in rec.tags}:
+            if tags and not notes.tag_matches(tags, [*rec.tags, *notes.inline_tags(rec.content)]):
                 continue
             score = record_score(rec, now, s)
             if rec.status == "active":

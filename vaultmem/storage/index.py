@@ -30,8 +30,9 @@ from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
 from vaultmem.storage.vault import Vault, is_conflict_copy
 
-SCHEMA_VERSION = 7  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
-# (forget.py); 6: kind "conflict" for sync-conflict copies (reliability)
+SCHEMA_VERSION = 8  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
+# (forget.py); 6: kind "conflict" for sync-conflict copies (reliability); 8: markdown links, inline and
+# parent tags in the tags field, YAML 1.2 (citizenship)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
 PROPS_BOOST = 1.0
@@ -217,7 +218,7 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
         # A note a person dropped into a memory folder: a stable id from its file name.
         props = dict(props, id=str(uuid.uuid5(ID_NAMESPACE, stem.lower())))
     default_time = dt.datetime.fromtimestamp(fingerprint[0] / 1e9, UTC).replace(microsecond=0)
-    memory = notes.memory_from_properties(props, split.body, rel, default_time)
+    memory = notes.memory_from_properties(props, split.body, rel, default_time, vault.settings.naive_zone)
     rec.id = memory.id
     # A soft-deleted memory (`deleted: true`, see forget.py) keeps its file but leaves search.
     rec.status = "deleted" if props.get("deleted") is True else (folder_status or memory.status)
@@ -319,7 +320,8 @@ def _document(rec: Record) -> dict[str, Any]:
         "status": rec.status or "",
         "title": title_terms(rec),
         "content": text,
-        "tags": ",".join(rec.tags),
+        # inline `#tags` of the text count too, and a nested tag's parents (`infra` finds `infra/db`)
+        "tags": ",".join(notes.with_parents([*rec.tags, *notes.inline_tags(rec.content)])),
         "entities": " ".join(rec.entities),
         "props": property_terms(rec),
     }

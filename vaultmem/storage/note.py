@@ -62,16 +62,28 @@ def split_note(text: str) -> SplitNote:
     raise MalformedNote("", "frontmatter starts with --- but has no closing --- line")
 
 
+@functools.cache
+def _loader() -> Any:
+    """YAML 1.2's core schema, as Obsidian reads properties: `12:30`, `NO`, `on` and `y` are
+    text, `0o17` is a number, a date or time is text (parse_time reads it). libyaml's C
+    parser when PyYAML has it."""
+    import yamlcore
+
+    return getattr(yamlcore, "CCoreLoader", None) or yamlcore.CoreLoader
+
+
 def load_yaml(frontmatter: str) -> dict[str, Any]:
-    """Parse frontmatter YAML into a dict. Raises MalformedNote(reason)."""
+    """Parse frontmatter YAML (1.2) into a dict. Raises MalformedNote(reason)."""
     import yaml
-    from frontmatter.default_handlers import YAMLHandler
 
     if "\t" in frontmatter and re.search(r"^\t", frontmatter, re.M):
         raise MalformedNote("", "frontmatter indents with a tab; YAML needs spaces")
     try:
-        data = YAMLHandler().load(frontmatter)
+        data = yaml.load(frontmatter, Loader=_loader())  # noqa: S506 - a safe (core schema) loader
     except yaml.YAMLError as exc:
+        duplicate = _duplicate_key(frontmatter) if "duplicate key" in str(exc) else None
+        if duplicate:
+            raise MalformedNote("", f"property {duplicate!r} appears twice in the frontmatter") from None
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         where = f" at line {mark.line + 2}" if mark is not None else ""
@@ -212,13 +224,15 @@ _NON_PRINTABLE_PATTERN = ("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufff
 
 
 def _reads_back_as_text(text: str) -> bool:
-    """True when YAML reads `text` unquoted as that same string (not a number, date, bool)."""
+    """True when YAML reads `text` unquoted as that same string (not a number, date, bool)
+    under 1.2 (Obsidian, vaultmem) and 1.1 (older tools): a value is quoted if either differs."""
     import yaml
 
     if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?|0[xo][0-9a-fA-F]+", text):
         return False  # YAML 1.2 (Obsidian) reads these as numbers even where PyYAML does not
     try:
-        return yaml.load(f"k: {text}\n", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) == {"k": text}
+        return all(yaml.load(f"k: {text}\n", Loader=loader) == {"k": text}  # noqa: S506 - safe loaders
+                   for loader in (_loader(), getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except yaml.YAMLError:
         return False
 
@@ -366,6 +380,50 @@ class Memory:
         return props
 
 
+# An inline tag as Obsidian reads one: `#` after a space or a line start, then letters of any
+# script, digits, `_`, `-`, `/`; at least one character that is not a digit.
+_INLINE_TAG = re.compile(r"(?:(?<=\s)|^)#([^\s#!-,.:-@\[-\^`{-~]+)", re.M)
+_CODE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$|`[^`\n]*`", re.M | re.S)
+
+
+def inline_tags(body: str) -> list[str]:
+    """The `#tags` in a note's text, outside code and links, in order, without repeats."""
+    if "#" not in body:
+        return []
+    text = _CODE.sub(" ", body)
+    found: list[str] = []
+    for match in _INLINE_TAG.finditer(text):
+        tag = match.group(1).strip("/")
+        if tag and not tag.replace("/", "").isdigit() and tag not in found:
+            found.append(tag)
+    return found
+
+
+def tag_matches(wanted: Iterable[str], tags: Iterable[str]) -> bool:
+    """Obsidian's tag search: `infra` finds `infra` and `infra/db`, not `infrastructure`."""
+    have = [t.lower() for t in tags]
+    return any(t == w or t.startswith(w + "/") for w in (w.lower().strip("#/") for w in wanted) for t in have)
+
+
+def with_parents(tags: Iterable[str]) -> list[str]:
+    """`infra/db` -> `infra/db`, `infra`: what a tag index holds so a parent finds its children."""
+    out: list[str] = []
+    for tag in tags:
+        parts = tag.split("/")
+        for i in range(len(parts), 0, -1):
+            item = "/".join(parts[:i])
+            if item and item not in out:
+                out.append(item)
+    return out
+
+
+def same_value(written: Any, new: Any) -> bool:
+    """True when a property as read (YAML 1.2: times are text) already holds `new`."""
+    if isinstance(new, dt.datetime):
+        return parse_time(written) == new
+    return bool(written == new)
+
+
 def understood(key: str, value: Any) -> bool:
     """True when `value` is one vaultmem can replace: its own kind of value for a key it owns.
     `status: draft`, `use_count: many` or `created: someday` are the person's, and stay."""
@@ -412,10 +470,12 @@ def as_number(value: Any, default: float) -> float:
 
 
 def memory_from_properties(props: Mapping[str, Any], body: str, path: str,
-                           default_time: dt.datetime) -> Memory:
-    """Build a Memory from parsed properties, tolerant of what a person may have typed."""
-    created = parse_time(props.get("created")) or default_time
-    last_used = parse_time(props.get("last_used")) or created
+                           default_time: dt.datetime, naive_zone: dt.tzinfo | None = dt.timezone.utc) -> Memory:
+    """Build a Memory from parsed properties, tolerant of what a person may have typed. A
+    time without a zone (Obsidian's Date & time property) is in `naive_zone` (None: this
+    machine's zone)."""
+    created = parse_time(props.get("created"), naive_zone) or default_time
+    last_used = parse_time(props.get("last_used"), naive_zone) or created
     meta = {k: v for k, v in props.items() if k not in OWNED_KEYS}
     status = str(props.get("status") or "active")
     return Memory(

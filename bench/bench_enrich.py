@@ -51,7 +51,7 @@ def main() -> None:
     enricher.entities("warm up")
     first = time.perf_counter() - t0
 
-    from vaultmem.core.secrets import find_secret
+    from vaultmem.base.secrets import find_secret
 
     rows: list[tuple[str, str]] = []
     secret_t, entity_t, classify_t, total_t = [], [], [], []

@@ -7,7 +7,7 @@ wrote is searched for each secret: every file in the vault (notes, .trash/, the 
 index, the SQLite catalog and its journal, state files), everything the CLI printed
 (stdout and stderr) and the MCP server's stderr log. Zero hits.
 
-Skipped until the enrichment issue's secret filter (`vaultmem.core.secrets`) is on the branch.
+Skipped until the enrichment issue's secret filter (`vaultmem.base.secrets`) is on the branch.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from reliability_helpers import report
 
-pytest.importorskip("vaultmem.core.secrets", reason="the secret filter (enrichment issue) is not merged yet")
+pytest.importorskip("vaultmem.base.secrets", reason="the secret filter (enrichment issue) is not merged yet")
 
 # Built at run time so this file itself holds no complete credential.
 SECRETS = {
@@ -147,3 +147,67 @@ def test_no_secret_reaches_a_file_a_log_or_an_error(tmp_path):
     assert leaked == []
     report("secrets", secrets=len(SECRETS), attempts=attempts, files_grepped=sum(1 for p in vault.rglob("*")
                                                                                 if p.is_file()), hits=0)
+
+
+# -- the back doors of round two: every write path passes one gate -----------------------------------------
+
+AWS = "AKIA" + "IOSFODNN7EXAMPL1"
+PASSWORD = "Sup3r" + "S3cret!"
+
+
+def _everything(vault: Path) -> bytes:
+    """Every file vaultmem or the person wrote, but the derived index (which holds what the
+    person's own notes hold, to search them)."""
+    return b"".join(p.read_bytes() for p in vault.rglob("*") if p.is_file() and "index" not in p.relative_to(vault).parts)
+
+
+def test_no_write_path_lets_a_credential_in(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from vaultmem.base.errors import SecretBlocked
+    from vaultmem.cli import cli
+    from vaultmem.store import MemoryStore
+
+    vault = tmp_path / "vault"
+    MemoryStore(vault).init()
+    monkeypatch.setenv("VAULTMEM_VAULT", str(vault))
+    runner = CliRunner()
+    store = MemoryStore(vault)
+
+    # blocks, CLI and library (the MCP tool calls the same method)
+    result = runner.invoke(cli, ["block", "set", "creds", f"aws key {AWS}"])
+    assert (result.exit_code, result.output) == (
+        1, "Error: blocked: content looks like aws_access_key; remove the credential (keep it in a password "
+           "manager) and save again\n")
+    with pytest.raises(SecretBlocked):
+        store.block_set("creds", f"aws key {AWS}", agent="bot")
+    assert not list((vault / "memory/blocks").iterdir())
+
+    # a captured session: the snapshot keeps the session, not the token
+    transcript = f"User: deploy with token {AWS} please\nAssistant: Deployed. We decided to rotate it tomorrow.\n"
+    store.capture(transcript, agent="ops")
+    snapshot = next((vault / "memory/sessions").iterdir()).read_text()
+    assert "[redacted: aws_access_key]" in snapshot and AWS not in snapshot
+
+    # a recall query is remembered for feedback without the password in it
+    store.save("The staging database password rotates every month", source="ops")
+    store.recall(f"what is the staging database password={PASSWORD}")
+    state = next((vault / ".vaultmem/state").glob("last_recall-*.json")).read_text()
+    assert "[redacted: password_assignment]" in state and PASSWORD not in state
+
+    # consolidation never copies a token a person typed into a memory into the merged note
+    for n in (1, 2):
+        (vault / f"memory/stm/deploy-key-{n}.md").write_text(
+            f"---\nid: 0c0ffee{n}-0000-4000-8000-0000000000{n}{n}\ntags: [ops]\n---\n"
+            f"The deploy key for the staging cluster is {AWS} and it lives in the ops vault\n")
+    store.sync()
+    merged = store.consolidate(auto_detect=True, mode="apply", cohesion_threshold=0.5)
+    assert merged["consolidated_clusters"] == 0 and len(merged["skipped_secrets"]) == 1
+    assert merged["skipped_secrets"][0]["reason"].startswith("blocked: content looks like aws_access_key")
+    assert sorted(p.name for p in (vault / "memory/stm").glob("deploy-key-*")) == ["deploy-key-1.md", "deploy-key-2.md"]
+
+    # the person's own token does not stop vaultmem touching their note (only new lines pass the gate)
+    assert store.touch("0c0ffee1")["use_count"] == 1
+    store.close()
+    assert _everything(vault).count(AWS.encode()) == 2  # only in the two notes the person wrote
+    assert PASSWORD.encode() not in _everything(vault)

@@ -10,7 +10,7 @@ from conftest import FIXTURES, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.core.secrets import KINDS, SecretBlocked, check, find_secret
+from vaultmem.base.secrets import KINDS, SecretBlocked, check, find_secret
 
 LABELLED = yaml.safe_load((FIXTURES / "secrets" / "labelled.yaml").read_text())
 POSITIVES = LABELLED["positives"]

@@ -252,7 +252,7 @@ def test_hook_cli(runner, vault_path, tmp_path):
 
 
 def test_a_secret_is_blocked_when_the_secret_filter_is_installed(store):
-    pytest.importorskip("vaultmem.core.secrets", reason="the secret filter lands with the enrichment issue")
+    pytest.importorskip("vaultmem.base.secrets", reason="the secret filter lands with the enrichment issue")
     r = store.store_memory("deploy with AWS key AKIAIOSFODNN7EXAMPLE please", agent="ops")
     assert r["status"] == "blocked_secret" and r["classification"] == "secret" and "id" not in r
     assert STORE_KEYS - {"id"} <= set(r)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vaultmem.base import secrets
 from vaultmem.base.config import TEMPLATE_DIR, Settings, load_settings
 from vaultmem.base.errors import (
     Ambiguous,
@@ -30,7 +31,7 @@ from vaultmem.base.errors import (
     VaultmemError,
 )
 from vaultmem.base.timeutil import Clock, days_between, system_clock
-from vaultmem.core import scoring, secrets
+from vaultmem.core import scoring
 from vaultmem.core.model import (
     DEFAULT_STATUSES,
     LIVE_STATUSES,

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from vaultmem.base.errors import ConflictError, InvalidInput, NotFound
+from vaultmem.base.errors import ConflictError, InvalidInput, NotFound, SecretBlocked
 from vaultmem.core.memories import Memories
 from vaultmem.core.model import CLUSTER_THRESHOLD, COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MAX_CLUSTER_SIZE
 from vaultmem.features import graph, lifecycle
@@ -527,7 +527,18 @@ def consolidate(store: Memories, cluster_id_: str | None = None, mode: str = "pr
         return {**base, "previews": [preview_dict(c) for c in chosen],
                 "message": f"{len(chosen)} clusters would be merged (preview: nothing written)"}
     if mode == "apply":
-        results = [merge_records(store, c.records, c.cohesion, c.id) for c in chosen]
+        results = []
+        blocked: list[dict[str, str]] = []
+        for c in chosen:
+            try:
+                results.append(merge_records(store, c.records, c.cohesion, c.id))
+            except SecretBlocked as exc:
+                if cluster_id_:
+                    raise
+                # a credential typed into a member: the merged note would copy it; skip this one
+                blocked.append({"cluster_id": c.id, "reason": str(exc)})
+        if blocked:
+            base["skipped_secrets"] = blocked
         if cluster_id_:
             return {**base, **results[0], "consolidated_clusters": 1, "results": results}
         base["links_rewritten"] = [e for r in results for e in r["links_rewritten"]]

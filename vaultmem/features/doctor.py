@@ -85,7 +85,7 @@ def conflict_copies(store: Memories, cat: Catalog) -> list[Problem]:
 
 def credentials(store: Memories, cat: Catalog) -> list[Problem]:
     """Notes holding something credential-like. `save` refuses these; hand-written ones are only flagged."""
-    from vaultmem.core.secrets import find_secret
+    from vaultmem.base.secrets import find_secret
 
     problems = []
     for rec in store.index.records("kind != 'malformed' ORDER BY path"):

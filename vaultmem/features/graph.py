@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vaultmem.base import secrets
 from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound, NotOwned
 from vaultmem.base.timeutil import format_time, parse_time
-from vaultmem.core import decay, secrets
+from vaultmem.core import decay
 from vaultmem.core.memories import Memories
 from vaultmem.core.model import MAX_PAGE_SIZE, paginate
 from vaultmem.storage import links as linkmod

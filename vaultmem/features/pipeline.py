@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vaultmem.base import secrets
 from vaultmem.base.errors import InvalidInput, NotFound, VaultmemError
 from vaultmem.base.timeutil import format_time, parse_time
 from vaultmem.core.memories import Memories
@@ -287,9 +288,9 @@ def write_review(store: Memories, proposals: Sequence[dict[str, Any]], now: dt.d
         path = store.vault.abs(rel)
         if not fresh:
             return rel, 0
-        body = "".join(f"\n## {name}\n" + "\n".join(lines) + "\n"
-                       for name in ("Merge", "Promote", "Forget", "Reinforce", "Relations")
-                       if (lines := sections.get(name)))
+        body = secrets.redact("".join(f"\n## {name}\n" + "\n".join(lines) + "\n"
+                                      for name in ("Merge", "Promote", "Forget", "Reinforce", "Relations")
+                                      if (lines := sections.get(name))))  # previews of hand-typed notes
         if path.is_file():
             text = store.vault.read_text(path).rstrip("\n") + "\n\n" \
                 + f"# Added {format_time(now)}\n" + body

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vaultmem.base import secrets
 from vaultmem.base.config import SKIP_DIRS, TMP_MARK, Settings
 from vaultmem.base.errors import InvalidInput, VaultmemError
 
@@ -205,7 +206,13 @@ class Vault:
         return tmp
 
     def write_text(self, path: Path, text: str) -> None:
-        """Atomic write: a temp file in the same folder, fsync, then os.replace."""
+        """Atomic write: a temp file in the same folder, fsync, then os.replace. The secret
+        gate first: nothing vaultmem writes brings in a credential (SecretBlocked)."""
+        try:
+            old: str | None = path.read_bytes().decode("utf-8", "replace")
+        except FileNotFoundError:
+            old = None
+        secrets.check_added(old, text)
         tmp = self._synced_temp(path, text)
         try:
             try:
@@ -231,6 +238,11 @@ class Vault:
                 return data.decode("utf-8"), stamp
 
     def replace_if_unchanged(self, path: Path, expected: str, stamp: tuple[int, int, int], text: str) -> bool:
+        """See _replace_if_unchanged; the secret gate first."""
+        secrets.check_added(expected, text)
+        return self._replace_if_unchanged(path, expected, stamp, text)
+
+    def _replace_if_unchanged(self, path: Path, expected: str, stamp: tuple[int, int, int], text: str) -> bool:
         """Atomic write that happens only if the file still is what the change was computed
         from (same bytes, same inode, mtime and size): False, and nothing written, when someone
         saved it in between. The last check and the swap are two system calls apart, so a save
@@ -253,7 +265,8 @@ class Vault:
                 os.unlink(tmp)
 
     def create_exclusive(self, path: Path, text: str) -> None:
-        """Write a new note, never replacing an existing file of that name."""
+        """Write a new note, never replacing an existing file of that name (secret gate first)."""
+        secrets.check_added(None, text)
         tmp = self._synced_temp(path, text)
         try:
             os.chmod(tmp, 0o644)

@@ -215,3 +215,31 @@ def check(text: str) -> None:
     found = find_secret(text)
     if found is not None:
         raise SecretBlocked(found.kind)
+
+
+def redact(text: str) -> str:
+    """`text` with every credential replaced by `[redacted: <kind>]`: for text vaultmem keeps
+    on the person's behalf (a session transcript, a recall query), where refusing would lose
+    the rest of it."""
+    out, rest = [], text
+    for _ in range(1000):
+        found = find_secret(rest)
+        if found is None:
+            break
+        out.append(rest[:found.start] + f"[redacted: {found.kind}]")
+        rest = rest[found.end:]
+    return "".join(out) + rest
+
+
+def check_added(old: str | None, new: str) -> None:
+    """The gate every file write passes (Vault.write_text, create_exclusive): raise
+    SecretBlocked when `new` brings a credential that `old` (the file as it was, None for a
+    new file) did not hold. A token the person typed into a note themselves does not stop
+    vaultmem from touching that note; vaultmem never writes one of its own."""
+    if old is None:
+        check(new)
+        return
+    before = set(old.splitlines())
+    added = [line for line in new.splitlines() if line not in before]
+    if added:
+        check("\n".join(added))

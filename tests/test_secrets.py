@@ -18,7 +18,7 @@ NEGATIVES = LABELLED["negatives"]
 
 
 def test_the_labelled_set_is_big_enough():
-    assert len(POSITIVES) >= 50 and len(NEGATIVES) >= 50
+    assert len(POSITIVES) >= 150 and len(NEGATIVES) >= 80
     assert {p["kind"] for p in POSITIVES} <= set(KINDS)
 
 
@@ -37,7 +37,7 @@ def test_precision_on_the_labelled_set(capsys):
         print(f"\nsecret filter: recall {true_positives}/{len(POSITIVES)}, "
               f"false positives {len(blocked_negatives)}/{len(NEGATIVES)}, precision {precision:.3f}")
     assert true_positives == len(POSITIVES)
-    assert precision >= 0.95, blocked_negatives
+    assert blocked_negatives == []  # no false blocks on the labelled look-alikes
 
 
 @pytest.mark.parametrize("text", [
@@ -125,3 +125,41 @@ def test_hand_written_notes_are_indexed_and_flagged_by_doctor(runner, vault_path
 @pytest.mark.parametrize("text", ["password is 1Password", "the password is in Bitwarden", "password: KeePassXC"])
 def test_naming_the_password_manager_is_not_a_password(text):
     assert find_secret(text) is None  # found by hypothesis: "password is 1Password" was blocked
+
+
+def test_everything_detect_secrets_finds_in_the_labelled_set_is_blocked(capsys):
+    """detect-secrets (Yelp) as an outside oracle: every positive its provider plugins flag,
+    vaultmem blocks too. Its entropy and keyword plugins are left out: they flag prose."""
+    pytest.importorskip("detect_secrets")
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    noisy = {"Base64 High Entropy String", "Hex High Entropy String", "Secret Keyword"}
+    flagged = []
+    with default_settings():
+        for case in POSITIVES:
+            types = {s.type for line in case["text"].splitlines() for s in scan_line(line)} - noisy
+            if types:
+                flagged.append(case)
+    missed = [c["text"] for c in flagged if find_secret(c["text"]) is None]
+    with capsys.disabled():
+        print(f"\ndetect-secrets flags {len(flagged)}/{len(POSITIVES)} positives; vaultmem blocks "
+              f"{sum(find_secret(c['text']) is not None for c in POSITIVES)}/{len(POSITIVES)}")
+    assert flagged and missed == []
+
+
+KEYS = [
+    "AKIA" + "QZ7R4XK2M9PLW3NB", "ghp_" + "x8Kq2LmN4pR7sT9vW1yZ3aB5cD6eF0gH2jK4", "sk_live_" + "51Hq8Zx2LmN4pR7sT9vW1yZ3",
+    "glpat-" + "Uit8pxbkcM5yeDswqoiA", "npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "dapi" + "0123456789abcdef0123456789abcdef",
+    "sbp_" + "0123456789abcdef0123456789abcdef01234567", "AIza" + "SyB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1w",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=st.sampled_from(KEYS), cut=st.integers(4, 40),
+       sep=st.sampled_from([" ", "\n", "\u200b", "\u200d", "\ufeff", "\u2060"]),
+       before=st.sampled_from(["", "my key is ", "token: "]), after=st.sampled_from(["", " thanks", " (rotate it)"]))
+def test_a_key_split_or_hiding_an_invisible_character_is_still_blocked(key, cut, sep, before, after):
+    cut = min(cut, len(key) - 1)
+    assert find_secret(before + key[:cut] + sep + key[cut:] + after) is not None

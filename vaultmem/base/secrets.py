@@ -48,6 +48,10 @@ KINDS = {
     "secret_assignment": "a secret or token assignment",
     "bearer_token": "a bearer token",
     "high_entropy_token": "a high-entropy token",
+    "provider_token": "an API token in a provider's format",
+    "command_password": "a password on a command line",
+    "basic_auth": "HTTP Basic credentials",
+    "encoded_secret": "a base64-encoded credential",
 }
 
 
@@ -63,7 +67,7 @@ class Finding:
 
 
 _PROVIDER_RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("private_key", re.compile(r"(?i)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|AGE-SECRET-KEY-1[0-9A-Z]{58}")),
     ("aws_access_key",
      re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")),
     ("aws_secret_key", re.compile(
@@ -77,7 +81,73 @@ _PROVIDER_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("anthropic_key", re.compile(r"(?<![\w-])sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{20,}(?![\w-])")),
     ("openai_key", re.compile(r"(?<![\w-])sk-(?!ant-)(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{20,}(?![\w-])")),
     ("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}(?![\w-])")),
+    # Token formats of gitleaks' default rule set (public facts about each provider's tokens).
+    ("provider_token", re.compile(
+        r"(?<![\w-])(?:"
+        r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]{20,}"  # Slack app-level token
+        r"|whsec_[A-Za-z0-9+/]{24,}"  # Stripe webhook signing secret
+        r"|npm_[A-Za-z0-9]{36}"  # npm
+        r"|hf_[A-Za-z]{34}"  # Hugging Face
+        r"|SK[0-9a-fA-F]{32}"  # Twilio API key
+        r"|key-[0-9a-f]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}"  # Mailgun private key / webhook signing key
+        r"|[0-9a-f]{32}-us\d{1,2}"  # Mailchimp
+        r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"  # Shopify
+        r"|do[por]_v1_[a-f0-9]{64}"  # DigitalOcean
+        r"|[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,38}"  # Discord bot token
+        r"|[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"  # Azure AD client secret
+        r"|dapi[a-f0-9]{32}(?:-\d)?"  # Databricks
+        r"|PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"  # Postman
+        r"|sbp_[a-f0-9]{40}"  # Supabase
+        r"|pul-[a-f0-9]{40}"  # Pulumi
+        r"|sntry[us]_[A-Za-z0-9+/=_-]{40,}"  # Sentry user / org tokens
+        r"|LTAI[A-Za-z0-9]{20}"  # Alibaba Cloud
+        r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"  # SendGrid
+        r"|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"  # PyPI upload token
+        r"|hvs\.[A-Za-z0-9_-]{90,}|hv[sb]\.[A-Za-z0-9_-]{24,}"  # HashiCorp Vault
+        r"|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2}"  # Grafana
+        r"|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"  # Doppler
+        r"|lin_api_[A-Za-z0-9]{40}"  # Linear
+        r"|NRAK-[A-Z0-9]{27}"  # New Relic user key
+        r"|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9=._-]{32,64}"  # PlanetScale
+        r"|sq0(?:atp|csp)-[0-9A-Za-z_-]{22,43}|EAAA[A-Za-z0-9_-]{60}"  # Square
+        r"|rubygems_[a-f0-9]{48}"  # RubyGems
+        r"|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"  # Brevo (Sendinblue)
+        r"|shippo_(?:live|test)_[a-f0-9]{40}"  # Shippo
+        r"|pnu_[A-Za-z0-9]{36}"  # Prefect
+        r"|rdme_[a-z0-9]{70}"  # ReadMe
+        r"|tfp_[A-Za-z0-9_.=-]{59}"  # Typeform
+        r"|fo1_[A-Za-z0-9_-]{43}"  # Fly.io
+        r"|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}"  # Dynatrace
+        r"|EZ[AT]K[A-Za-z0-9]{54}"  # EasyPost
+        r"|atlasv1\.[A-Za-z0-9_=-]{60,70}"  # Terraform Cloud
+        r"|\d{8,10}:AA[A-Za-z0-9_-]{33}"  # Telegram bot token
+        r"|ATATT3[A-Za-z0-9_=-]{186}"  # Atlassian API token
+        r"|glptt-[0-9a-f]{40}"  # GitLab pipeline trigger
+        r")(?![\w-])")),
 ]
+
+# Credentials passed on a command line: `curl -u user:pass`, `mysql -pPASS`, `sshpass -p PASS`.
+_COMMAND = re.compile(
+    r"(?i)\bcurl\b[^\n]*?\s(?:-u|--user)[ =]?['\"]?[^\s:'\"]+:(?P<a>[^\s'\"@]{2,})"
+    r"|\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s(?:-p(?P<b>[^\s-][^\s]*)|--password=(?P<c>\S+))"
+    r"|\bsshpass\s+-p\s*(?P<d>\S+)"
+    r"|\bredis-cli\b[^\n]*?\s-a\s+(?P<f>\S{2,})")
+_BASIC = re.compile(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})")
+# Characters that can hide inside a token without being seen (zero-width, soft hyphen, BOM).
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]")
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
+_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
+_PUBLIC_KEY = re.compile(
+    r"\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+AAAA[A-Za-z0-9+/]+={0,3}")
+# the rest of a split key: mixed case or digits, or lowercase hex; not a plain word of prose
+_FRAGMENT = re.compile(r"^(?:(?=[^\s]*[0-9A-Z])[A-Za-z0-9_\-+/=.~]+|[0-9a-f]+)$")
+# The first characters of the provider formats above: a token starting so and cut by a space or
+# a line break is joined with the next pieces and checked again.
+_PREFIX = re.compile(
+    r"^(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T|AIza|gh[pousr]_|github_pat_|gl(?:pat|dt|ptt|rt|cbt|sa|c)[-_]|"
+    r"xox|xapp-|sk-|sk_|rk_|whsec_|npm_|hf_|eyJ|SK[0-9a-fA-F]|key-|shp|do[por]_|dapi|PMAK-|sbp_|pul-|sntry|LTAI|"
+    r"SG\.|pypi-|hv[sb]\.|dp\.|lin_api_|NRAK-|pscale_|sq0|EAAA|rubygems_|xkeysib-|shippo_|pnu_|rdme_|tfp_|fo1_|"
+    r"dt0c01|EZ[AT]K|atlasv1|ATATT|AGE-)")
 
 _CONNECTION = re.compile(
     r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@'\"<>]*):(?P<pw>[^\s@/'\"]+)@[^\s/@]+")
@@ -149,15 +219,72 @@ def _high_entropy(token: str) -> bool:
 
 
 def find_secret(text: str) -> Finding | None:
-    """The first credential-looking span in `text`, or None."""
+    """The first credential-looking span in `text`, or None. Invisible characters are taken
+    out first (a key with a zero-width space in it is still the key); provider formats are
+    also looked for with whitespace removed (a key split over lines) and inside base64."""
+    if _INVISIBLE.search(text):
+        found = _find(_INVISIBLE.sub("", text))
+        return Finding(found.kind, 0, len(text)) if found else None  # spans moved: report the whole text
+    found = _find(text)
+    if found is not None:
+        return found
+    return _split_or_encoded(text)
+
+
+def _split_or_encoded(text: str) -> Finding | None:
+    """A provider key split by spaces or newlines, or base64-encoded (not a data: URI)."""
+    pieces = list(re.finditer(r"[^ \t\r\n]+", text))
+    for i, piece in enumerate(pieces):
+        start = piece.group(0).lstrip("'\"`(<[{:=")
+        if not (_PREFIX.match(start) or (len(start) < 12 and i + 1 < len(pieces)
+                                         and _PREFIX.match(start + pieces[i + 1].group(0)))):
+            continue  # no provider's key starts here (a cut inside the prefix counts too)
+        for j in range(i + 2, min(i + 6, len(pieces) + 1)):
+            nxt = pieces[j - 1].group(0).rstrip("'\"`)>]},;.")
+            if not _FRAGMENT.match(nxt):
+                break  # a word of prose, not the rest of a key
+            joined = start + "".join(p.group(0) for p in pieces[i + 1:j - 1]) + nxt
+            for kind, pattern in _PROVIDER_RULES:
+                if pattern.search(joined):
+                    return Finding(kind, piece.start(), pieces[j - 1].end())
+    if len(text) >= 20:
+        import base64
+        import binascii
+
+        plain = _DATA_URI.sub(" ", text)
+        for m in _BASE64.finditer(plain):
+            token = m.group(0)
+            try:
+                decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            try:
+                inner = decoded.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if inner.isprintable() and _find(inner, providers_only=True) is not None:
+                return Finding("encoded_secret", m.start(), m.end())
+    return None
+
+
+def _find(text: str, providers_only: bool = False) -> Finding | None:
     for kind, pattern in _PROVIDER_RULES:
         m = pattern.search(text)
         if m:
             return Finding(kind, m.start(), m.end())
     for m in _CONNECTION.finditer(text):
         pw = m.group("pw")
-        if not _is_placeholder(pw) and len(pw) >= 3:
+        if not _is_placeholder(pw) and len(pw) >= 2:
             return Finding("connection_string", m.start(), m.end())
+    if providers_only:
+        return None
+    for m in _COMMAND.finditer(text):
+        value = next(v for v in m.groups() if v is not None)
+        if not _is_placeholder(value.strip("'\"")) and not value.startswith(("$", "%")):
+            return Finding("command_password", m.start(), m.end())
+    for m in _BASIC.finditer(text):
+        if not _is_placeholder(m.group("value")):
+            return Finding("basic_auth", m.start(), m.end())
     for m in _QUERY_SECRET.finditer(text):
         if not _is_placeholder(m.group("value")):
             return Finding("secret_assignment", m.start(), m.end())
@@ -169,8 +296,9 @@ def find_secret(text: str) -> Finding | None:
         finding = _assignment(m)
         if finding:
             return finding
+    public = [(u.start(), u.end()) for pattern in (_URL, _DATA_URI, _PUBLIC_KEY) for u in pattern.finditer(text)]
     for m in _TOKEN.finditer(text):
-        if any(u.start() <= m.start() < u.end() for u in _URL.finditer(text)):
+        if any(a <= m.start() < b for a, b in public):  # URLs, data: URIs and public keys are not secrets
             continue
         if _high_entropy(m.group(0)):
             return Finding("high_entropy_token", m.start(), m.end())

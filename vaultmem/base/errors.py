@@ -72,3 +72,30 @@ class SecretBlocked(VaultmemError):
         self.kind = kind
         self.status = "blocked_secret"
         self.code = "SECRET_BLOCKED"
+
+
+class StorageError(VaultmemError):
+    """The disk refused a write: full, read-only, or no permission. Nothing was changed."""
+
+
+def storage_error(exc: BaseException) -> StorageError | None:
+    """A one-line StorageError for an OSError or SQLite error the disk caused, or None for
+    any other error (which stays a bug to report). Writes are atomic, so nothing changed."""
+    import errno
+    import sqlite3
+
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename else ""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return StorageError(f"cannot write{where}: the disk is full ({exc.strerror}); free some space and retry "
+                                "(nothing was changed)")
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return StorageError(f"cannot write{where}: {exc.strerror}; make the vault writable, or use read-only "
+                                "commands (search, open, stats) (nothing was changed)")
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc)
+        if "disk is full" in text or "disk I/O error" in text:
+            return StorageError(f"cannot write the index: {text}; free some space and retry (nothing was changed)")
+        if "readonly" in text or "unable to open database" in text:
+            return StorageError(f"cannot write the index: {text}; make the vault writable (nothing was changed)")
+    return None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import json
+import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import click
 
-from vaultmem.base.errors import VaultmemError, one_line
+from vaultmem.base.errors import VaultmemError, one_line, storage_error
 
 
 def _store(vault: str | None, quiet: bool = False) -> Any:
@@ -21,6 +22,9 @@ def _store(vault: str | None, quiet: bool = False) -> Any:
     root = resolve_vault(vault)
     store = MemoryStore(root, settings=load_settings(root), clock=env_clock())
     store.progress = progress_for(quiet)  # only on a terminal; a pipe or --quiet stays quiet
+    if store.read_only and not quiet:
+        click.echo(f"note: the vault is read-only ({store.read_only}); searching with the index in "
+                   f"{store.derived_dir}, writes are off", err=True)
     return store
 
 
@@ -49,6 +53,11 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except VaultmemError as exc:
             raise click.ClickException(one_line(exc)) from None
+        except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only vault: one line, not a traceback
+            mapped = storage_error(exc)
+            if mapped is None:
+                raise
+            raise click.ClickException(one_line(mapped)) from None
 
     return wrapper
 

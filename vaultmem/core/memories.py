@@ -102,7 +102,7 @@ class Memories:
         if self._vectors is None:
             from vaultmem.storage.embeddings import VectorStore
 
-            self._vectors = VectorStore(self.vault.state_dir)
+            self._vectors = VectorStore(self.vault.derived_dir)
         return self._vectors
 
     @property
@@ -797,6 +797,9 @@ class Memories:
     # -- live indexing (the watcher) -----------------------------------------------------------
     root = property(lambda self: self.vault.root, doc="The vault folder.")
     state_dir = property(lambda self: self.vault.state_dir, doc="The vault's `.vaultmem/` folder.")
+    read_only = property(lambda self: self.vault.read_only,
+                         doc="Why the vault cannot be written (then searches use an index in the cache), or None.")
+    derived_dir = property(lambda self: self.vault.derived_dir, doc="Where the index, lock and state files live.")
     is_note_path = staticmethod(is_note_path)
 
     def require_vault(self) -> None:

@@ -245,7 +245,7 @@ def _parse(value: Any) -> dt.datetime | None:
 
 
 def _state_path(store: Any) -> Path:
-    return store.vault.state_dir / "state" / STATE_FILE
+    return store.vault.derived_dir / "state" / STATE_FILE
 
 
 def _read_state(store: Any) -> dict[str, Any]:

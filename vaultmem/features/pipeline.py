@@ -306,7 +306,7 @@ def write_review(store: Memories, proposals: Sequence[dict[str, Any]], now: dt.d
 
 
 def last_run(store: Memories) -> dt.datetime | None:
-    path = store.vault.state_dir / STATE_FILE
+    path = store.vault.derived_dir / STATE_FILE
     try:
         return parse_time(json.loads(path.read_text(encoding="utf-8")).get("last_run"))
     except (OSError, ValueError, AttributeError):
@@ -314,7 +314,7 @@ def last_run(store: Memories) -> dt.datetime | None:
 
 
 def _save_state(store: Memories, now: dt.datetime) -> None:
-    path = store.vault.state_dir / STATE_FILE
+    path = store.vault.derived_dir / STATE_FILE
     store.vault.write_text(path, json.dumps({"last_run": format_time(now)}) + "\n")
 
 

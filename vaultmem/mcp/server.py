@@ -20,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import sqlite3
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from vaultmem import __version__
-from vaultmem.base.errors import NotFound, VaultmemError, one_line
+from vaultmem.base.errors import NotFound, VaultmemError, one_line, storage_error
 from vaultmem.core.model import paginate  # noqa: F401  (re-exported for tests)
 from vaultmem.mcp import mnemosyne, tools
 from vaultmem.mcp.metrics import MeteredStore, Metrics
@@ -101,6 +102,12 @@ class Bridge:
         except VaultmemError as exc:
             log.info("tool %s rejected: %s", spec.name, exc)
             return CallToolResult(content=[TextContent(type="text", text=f"Error: {one_line(exc)}")], is_error=True)
+        except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only vault
+            mapped = storage_error(exc)
+            if mapped is None:
+                raise
+            log.warning("tool %s failed: %s", spec.name, mapped)
+            return CallToolResult(content=[TextContent(type="text", text=f"Error: {one_line(mapped)}")], is_error=True)
 
     def close(self) -> None:
         self._executor.submit(self.raw_store.close).result()

@@ -522,7 +522,7 @@ class Index:
     def _rebuild_locked(self, progress: Any) -> SyncReport:
         from whoosh import index as windex
 
-        self.vault.state_dir.mkdir(parents=True, exist_ok=True)
+        self.dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.dir.with_name("index.building")
         old = self.dir.with_name("index.old")
         for leftover in (tmp, old):

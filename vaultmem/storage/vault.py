@@ -39,9 +39,23 @@ class Vault:
         self.root = Path(root).absolute()
         self.settings = settings
         self.state_dir = self.root / ".vaultmem"
-        self.index_dir = self.state_dir / "index"
+        # where the derived index, the lock and state files live: the vault's .vaultmem/, or,
+        # when the vault cannot be written (a read-only mount, a shared folder), the user's cache
+        self.derived_dir = self.state_dir
+        self.read_only: str | None = None  # why the vault cannot be written, or None
+        if self.state_dir.is_dir():
+            why = _unwritable(self.state_dir)
+            if why:
+                self.read_only = why
+                self.derived_dir = cache_dir(self.root)
+        self.index_dir = self.derived_dir / "index"
         self._lock: Any = None
         self.temp_files: list[str] = []  # temp files of interrupted writes the last scan met
+
+    def _check_writable(self, path: Path) -> None:
+        """On a read-only vault only the derived files in the cache may be written."""
+        if self.read_only and not Path(path).absolute().is_relative_to(self.derived_dir):
+            raise VaultmemError(f"the vault is read-only ({self.read_only}); vaultmem can search it but not change it")
 
     # -- layout ---------------------------------------------------------------------------
     @property
@@ -208,6 +222,7 @@ class Vault:
     def write_text(self, path: Path, text: str) -> None:
         """Atomic write: a temp file in the same folder, fsync, then os.replace. The secret
         gate first: nothing vaultmem writes brings in a credential (SecretBlocked)."""
+        self._check_writable(path)
         try:
             old: str | None = path.read_bytes().decode("utf-8", "replace")
         except FileNotFoundError:
@@ -239,6 +254,7 @@ class Vault:
 
     def replace_if_unchanged(self, path: Path, expected: str, stamp: tuple[int, int, int], text: str) -> bool:
         """See _replace_if_unchanged; the secret gate first."""
+        self._check_writable(path)
         secrets.check_added(expected, text)
         return self._replace_if_unchanged(path, expected, stamp, text)
 
@@ -266,6 +282,7 @@ class Vault:
 
     def create_exclusive(self, path: Path, text: str) -> None:
         """Write a new note, never replacing an existing file of that name (secret gate first)."""
+        self._check_writable(path)
         secrets.check_added(None, text)
         tmp = self._synced_temp(path, text)
         try:
@@ -288,6 +305,7 @@ class Vault:
     def move_to(self, src_rel: str, dst_rel: str) -> None:
         """Move a note to exactly `dst_rel`, never replacing a file there."""
         src, dst = self.abs(src_rel), self.abs(dst_rel)
+        self._check_writable(src)
         if dst.exists():
             raise VaultmemError(f"cannot move {src_rel}: {dst_rel} already exists; rename one of them")
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -296,6 +314,7 @@ class Vault:
     def trash(self, rel: str) -> str:
         """Obsidian's soft delete: move into `.trash/`, numbering the name on a clash."""
         src = self.abs(rel)
+        self._check_writable(src)
         trash = self.root / ".trash"
         if trash.is_symlink():  # a note moved through it would leave the vault
             raise VaultmemError(".trash is a symbolic link out of the vault's own folders; make it a plain folder, "
@@ -325,15 +344,15 @@ class Vault:
         from filelock import FileLock, Timeout
 
         if self._lock is None:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
+            self.derived_dir.mkdir(parents=True, exist_ok=True)
             # One re-entrant lock object per Vault: nested holds in one process never deadlock.
-            self._lock = FileLock(str(self.state_dir / "lock"), thread_local=False)
+            self._lock = FileLock(str(self.derived_dir / "lock"), thread_local=False)
         lock = self._lock
         try:
             lock.acquire(timeout=timeout)
         except Timeout:
             raise VaultmemError(
-                f"another vaultmem process has held {self.state_dir / 'lock'} for {timeout:.0f} s; "
+                f"another vaultmem process has held {self.derived_dir / 'lock'} for {timeout:.0f} s; "
                 "check for a stuck process and retry"
             ) from None
         try:
@@ -344,6 +363,38 @@ class Vault:
 
 # Dropbox "(conflicted copy ...)", Obsidian Sync / Nextcloud "(conflict 2026-...)", Syncthing ".sync-conflict-...".
 _TEMP_SUFFIXES = (".tmp", "~", ".swp", ".swx", ".bak")
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why nothing can be written in `folder` (a read-only file system, no permission), or None."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=f".probe{TMP_MARK}"):
+            return None
+    except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return exc.strerror or "not writable"
+        raise
+
+
+def cache_dir(root: Path) -> Path:
+    """The user's cache folder for a vault that cannot hold its own index:
+    `$XDG_CACHE_HOME/vaultmem/<name>-<hash of the path>` (~/.cache on Linux, ~/Library/Caches
+    on macOS, %LOCALAPPDATA% on Windows)."""
+    import hashlib
+    import sys
+
+    if os.environ.get("XDG_CACHE_HOME"):
+        base = Path(os.environ["XDG_CACHE_HOME"])
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        base = Path(os.environ["LOCALAPPDATA"])
+    else:
+        base = Path.home() / ".cache"
+    digest = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
+    return base / "vaultmem" / f"{safe_file_name(root.name) or 'vault'}-{digest}"
 
 
 def is_note_path(rel: str) -> bool:

@@ -35,7 +35,7 @@ STATE_DIR = "state"
 
 def _state_path(store: Memories, agent: str | None) -> Any:
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", agent or "") or "_default"
-    return store.vault.state_dir / STATE_DIR / f"last_recall-{name}.json"
+    return store.vault.derived_dir / STATE_DIR / f"last_recall-{name}.json"
 
 
 def remember_recall(store: Memories, ids: Sequence[str], query: str, agent: str | None) -> None:

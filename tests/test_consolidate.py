@@ -348,3 +348,35 @@ def test_candidate_generation_is_not_quadratic(monkeypatch):
 def test_cli_deep_runs_alone(runner):
     out = invoke(runner, "consolidate", "--deep", "--auto")
     assert out.exit_code == 2 and "Error: --deep runs on its own; drop --cluster/--auto" in out.output
+
+
+def test_a_merge_keeps_each_memory_s_owner_and_never_mixes_owners(vault_path, clock):
+    """The issue's repro: alice stores two near-identical private memories and consolidates
+    everything she sees (bob's shared memory too); bob finds nothing of alice's, by search or
+    recall: the merged note stays private to alice, and never takes in bob's memory."""
+    from vaultmem.base.config import load_settings
+    from vaultmem.store import MemoryStore
+
+    def as_agent(agent):
+        s = MemoryStore(vault_path, settings=load_settings(vault_path), clock=clock)
+        s.agent = agent
+        return s
+
+    alice = as_agent("alice")
+    alice.store_memory("The SSH bastion for production is bastion-7 on port 2222", private=True)
+    alice.store_memory("The SSH bastion for production is bastion-7 on port 2222 according to the ops runbook",
+                       private=True)
+    bob = as_agent("bob")
+    bob.save("The SSH bastion for staging is bastion-2 on port 22", agent="bob")
+    person = as_agent("alice")
+    result = person.consolidate(auto_detect=True, mode="apply", cohesion_threshold=0.3, threshold=0.3)
+    merged = [r for r in result["results"]]
+    assert merged, result  # alice's two memories merged with each other...
+    for r in merged:
+        sources = [person.resolve(i) for i in r["source_ids"]]
+        assert len({(s.agent, s.props.get("private") is True) for s in sources}) == 1  # ...never with bob's
+        note = person.resolve(r["new_memory_id"])
+        assert (note.agent, note.props.get("private")) == ("alice", True)
+    assert [h["content"] for h in bob.search("SSH bastion")["results"]] == [
+        "The SSH bastion for staging is bastion-2 on port 22"]
+    assert all("bastion-7" not in r["text"] for r in bob.recall("SSH bastion production")["results"])

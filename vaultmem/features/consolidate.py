@@ -172,8 +172,13 @@ def active_records(store: Memories) -> list[Record]:
     vaultmem's folders: merging archives the originals, and a memory the person moved out of
     the memory folders is never moved or rewritten."""
     store.sync()
-    return sorted((r for r in store.index.records(ACTIVE_WHERE) if store.vault.owns(r.path)),
+    return sorted((r for r in store.index.records(ACTIVE_WHERE) if store.vault.owns(r.path) and store.visible(r)),
                   key=lambda r: r.id or r.path)
+
+
+def owner(rec: Record) -> str | None:
+    """Whose memory this is for merging: a private memory's agent; None for a shared one."""
+    return rec.agent if rec.props.get("private") is True else None
 
 
 def find_clusters(records: Sequence[Record], threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE,
@@ -185,7 +190,9 @@ def find_clusters(records: Sequence[Record], threshold: float = CLUSTER_THRESHOL
     if not 2 <= max_cluster_size <= 100:
         raise InvalidInput(f"max_cluster_size must be between 2 and 100, got {max_cluster_size}")
     vectors = list(vectors) if vectors is not None else build_vectors(records)
-    pairs = similar_pairs(vectors, threshold)
+    # memories of different owners never share a cluster: another agent's private memory is
+    # never merged into (or with) anyone else's
+    pairs = [p for p in similar_pairs(vectors, threshold) if owner(records[p[0]]) == owner(records[p[1]])]
     pairs.sort(key=lambda p: (-round(p[2], 9), records[p[0]].id or "", records[p[1]].id or ""))
     parent = list(range(len(records)))
     size = [1] * len(records)
@@ -372,6 +379,9 @@ def merge_plan(records: Sequence[Record], cohesion: float) -> dict[str, Any]:
         "last_used": max(r.last_used or 0.0 for r in ordered),
         "use_count": sum(r.use_count for r in ordered),
         "memory_type": types.most_common(1)[0][0] if types else None,
+        # the merged note keeps its sources' owner: private stays private, to the same agent
+        "private": any(r.props.get("private") is True for r in ordered),
+        "agent": ordered[0].agent if len({r.agent for r in ordered}) == 1 else None,
         "sources": ordered,
     }
 
@@ -442,7 +452,8 @@ def merge_records(store: Memories, records: Sequence[Record], cohesion: float,
             use_count=plan["use_count"], strength=plan["strength"], status="active",
             tags=plan["tags"], entities=plan["entities"], source="consolidation",
             memory_type=plan["memory_type"],
-            meta={"consolidated_at": now, "cohesion": cohesion},
+            agent=plan["agent"],
+            meta={"consolidated_at": now, "cohesion": cohesion, **({"private": True} if plan["private"] else {})},
         )
         relations = "## Relations\n" + "".join(f"- consolidated_from:: [[{_stem(r.path)}]]\n" for r in ordered)
         text = notes.render_note(store.template("memory"), memory, relations)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 import subprocess
 import sys
@@ -93,6 +95,20 @@ def test_auto_recall_reinforces_related_memories_once_per_cooldown(store, clock)
     third = store.auto_recall_process_message("Redis once more")
     assert third["memories_reinforced"] == [redis]
     assert store.open([redis])["memories"][0]["use_count"] == 2
+
+
+def test_auto_recall_reinforces_only_strong_matches_and_obeys_auto_reinforce(vault_path, clock):
+    store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=clock)
+    redis = store.save("Redis cache evictions spike when the Redis maxmemory is reached")["memory_id"]
+    store.save("The Kubernetes cluster autoscaler adds nodes at 80 percent load")
+    result = store.auto_recall_process_message("Why does the Redis cache evict keys? Is the cluster full?")
+    assert result["memories_reinforced"] == [redis]  # not the loosely related Kubernetes memory
+    off = MemoryStore(vault_path, settings=dataclasses.replace(load_settings(vault_path), auto_reinforce=False),
+                      clock=Clock(clock() + dt.timedelta(hours=2)))
+    quiet = off.auto_recall_process_message("Redis cache evictions again")
+    assert (quiet["memories_found"], quiet["memories_reinforced"]) == (1, [])
+    assert quiet["message"] == "Found related memories; auto_reinforce is off, none reinforced"
+    assert off.open([redis])["memories"][0]["use_count"] == 1
 
 
 def test_cooldown_holds_across_store_instances_and_processes(vault_path, clock):

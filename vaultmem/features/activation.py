@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound
+from vaultmem.base.errors import InvalidInput, VaultmemError
 from vaultmem.core.enrich import (
     get_enricher,
     load_yaml_template,
@@ -181,6 +181,9 @@ def _mentions(item: dict[str, Any], topics: list[str]) -> bool:
     return any(re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", haystack, re.I) for t in topics)
 
 
+MIN_RELEVANCE = 0.5  # of the best match's relevance: what auto-recall counts as related
+
+
 def auto_recall_process_message(store: Any, message: str, *, max_reinforce: int = 5) -> dict[str, Any]:
     """Find memories related to `message` and reinforce them silently (Phase 1: nothing surfaced).
 
@@ -200,8 +203,13 @@ def auto_recall_process_message(store: Any, message: str, *, max_reinforce: int 
         return {**base, "topics_found": [], "memories_found": 0, "memories_reinforced": [],
                 "skipped_cooldown": [], "message": "No topics found in the message"}
     query = " ".join(re.sub(r"[^\w\s.+#-]", " ", t) for t in topics)
+    # strongly related only: a memory that shares a word with the message but ranks under half
+    # the best match's relevance ("Kubernetes cluster" for a Redis message) is not reinforced
     found = [item for item in store.search(query, top_k=max(10, max_reinforce * 2))["results"]
-             if _mentions(item, topics)]
+             if _mentions(item, topics) and (item.get("relevance") or 0.0) >= MIN_RELEVANCE]
+    if not settings.auto_reinforce:
+        return {**base, "topics_found": topics, "memories_found": len(found), "memories_reinforced": [],
+                "skipped_cooldown": [], "message": "Found related memories; auto_reinforce is off, none reinforced"}
     now = store.now()
     cooldown = dt.timedelta(minutes=settings.recall_cooldown_minutes)
     to_touch: list[Any] = []
@@ -224,7 +232,7 @@ def auto_recall_process_message(store: Any, message: str, *, max_reinforce: int 
         try:
             store.touch(mid)
             reinforced.append(mid)
-        except (NotFound, MalformedNote):  # deleted or broken since the search: skip it
+        except VaultmemError:  # deleted, broken or moved out of vaultmem's folders since the search
             continue
     return {
         **base,

@@ -166,3 +166,23 @@ def test_unknown_setting_names_the_fix(runner, vault_path):
     assert result.exit_code == 1
     assert result.output == (f"Error: unknown setting 'decay_modle' in {vault_path}/.vaultmem/config.yaml; "
                              "did you mean 'decay_model'?\n")
+
+
+def test_mcp_config_prints_a_client_s_configuration_with_absolute_paths(runner, vault_path):
+    import shlex
+    from pathlib import Path
+
+    from conftest import invoke as run
+
+    for client in ("claude-desktop", "cursor"):
+        result = run(runner, "mcp", "config", "--client", client, "--agent", "desk", "--read-only")
+        assert result.exit_code == 0
+        config = json.loads(result.stdout)["mcpServers"]["vaultmem"]
+        assert Path(config["command"]).is_absolute() and Path(config["command"]).name.startswith("vaultmem")
+        assert config["args"] == ["mcp", "--vault", str(vault_path.resolve()), "--read-only", "--agent", "desk"]
+    line = run(runner, "mcp", "config", "--client", "claude-code", "--name", "memory").stdout
+    words = shlex.split(line)
+    assert words[:5] == ["claude", "mcp", "add", "memory", "--"] and Path(words[5]).is_absolute()
+    assert words[6:] == ["mcp", "--vault", str(vault_path.resolve())]
+    bad = run(runner, "mcp", "config", "--client", "emacs")
+    assert bad.exit_code == 2 and "Invalid value for '--client'" in bad.output

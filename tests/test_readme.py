@@ -18,7 +18,7 @@ from vaultmem.cli import cli
 ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER = re.compile(
     r"(?P<uuid>\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)"
-    r"|(?P<short>\b[0-9a-f]{8}\b)|(?P<any><vault>|<size>)"
+    r"|(?P<short>\b[0-9a-f]{8}\b)|(?P<any><vault>|<size>|<exe>)"
 )
 
 

@@ -925,27 +925,72 @@ def pipeline_apply_review(file: str | None, vault: str | None, as_json: bool) ->
         sys.exit(1)
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--read-only", is_flag=True, help="Register no tool that changes the vault (search/open only).")
 @click.option("--agent", envvar="VAULTMEM_AGENT", help="This assistant's agent id (default: $VAULTMEM_AGENT).")
 @vault_option
+@click.pass_context
 @handle_errors
-def mcp(read_only: bool, agent: str | None, vault: str | None) -> None:
+def mcp(ctx: click.Context, read_only: bool, agent: str | None, vault: str | None) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code, Cursor).
 
-    stdout carries only protocol frames; logs go to stderr. See docs/mcp.md for client setup.
+    stdout carries only protocol frames; logs go to stderr. `vaultmem mcp config` prints a
+    client's configuration; see docs/mcp.md.
 
     \b
     Example:
       vaultmem mcp --vault ~/Documents/vaultmem
-      claude mcp add vaultmem -- vaultmem mcp --vault ~/Documents/vaultmem
+      vaultmem mcp config --client claude-desktop --vault ~/Documents/vaultmem
     """
+    if ctx.invoked_subcommand is not None:
+        return
     store = _store(vault, quiet=True)
     store.vault.require()
     store.agent = agent or None
     from vaultmem.mcp.server import serve
 
     serve(store, read_only=read_only)
+
+
+CLIENTS = ("claude-desktop", "claude-code", "cursor")
+CLIENT_FILES = {
+    "claude-desktop": "claude_desktop_config.json (macOS: ~/Library/Application Support/Claude/, "
+                      "Windows: %APPDATA%\\Claude\\, Linux: ~/.config/Claude/)",
+    "cursor": "~/.cursor/mcp.json (or .cursor/mcp.json in a project)",
+}
+
+
+@mcp.command(name="config")
+@click.option("--client", type=click.Choice(CLIENTS), required=True, help="The MCP client to configure.")
+@click.option("--read-only", is_flag=True, help="Configure the read-only server (search/open only).")
+@click.option("--agent", help="The agent id this client's memories are saved under.")
+@click.option("--name", default="vaultmem", show_default=True, help="The server's name in the client.")
+@vault_option
+@handle_errors
+def mcp_config(client: str, read_only: bool, agent: str | None, name: str, vault: str | None) -> None:
+    """Print a client's configuration for this vault: the absolute path of this vaultmem and of
+    the vault, so it works from an app that does not have your shell's PATH.
+
+    \b
+    Example:
+      vaultmem mcp config --client claude-desktop --vault ~/Documents/vaultmem
+      vaultmem mcp config --client claude-code --agent claude-code | sh
+    """
+    import shlex
+    import shutil
+    from pathlib import Path
+
+    from vaultmem.base.config import resolve_vault
+
+    root = resolve_vault(vault).resolve()
+    beside = Path(sys.executable).parent / ("vaultmem.exe" if sys.platform == "win32" else "vaultmem")
+    exe = str(beside if beside.exists() else Path(shutil.which("vaultmem") or "vaultmem").absolute())
+    args = ["mcp", "--vault", str(root)] + (["--read-only"] if read_only else []) + (["--agent", agent] if agent else [])
+    if client == "claude-code":
+        click.echo(shlex.join(["claude", "mcp", "add", name, "--", exe, *args]))
+        return
+    emit_json({"mcpServers": {name: {"command": exe, "args": args}}})
+    click.echo(f"# merge into {CLIENT_FILES[client]}, then restart the client", err=True)
 
 
 # Registered by vaultmem.cli in this order (click lists them alphabetically in --help).

@@ -319,3 +319,20 @@ def test_enrichment_tools_and_secret_filter_over_stdio(vault_path, tmp_path):
     assert not any("AKIAIOSFODNN7EXAMPLE" in p.read_text(errors="replace")
                    for p in vault_path.rglob("*") if p.is_file() and p.suffix in (".md", ".json", ".yaml"))
     assert "AKIAIOSFODNN7EXAMPLE" not in (tmp_path / "err.txt").read_text()
+
+
+def test_a_line_that_is_not_json_rpc_gets_a_json_rpc_error(vault_path):
+    """JSON-RPC 2.0: a line that is not JSON is answered with -32700, JSON that is not a
+    request with -32600 (id null); the server keeps serving (it used to stay silent)."""
+    lines = ['{not json', '{"hello": "world"}',
+             '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+             '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}']
+    proc = subprocess.run([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault_path)],
+                          input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert answers[0] == {"jsonrpc": "2.0", "id": None,
+                          "error": {"code": -32700, "message": "Parse error: the line is not JSON"}}
+    assert answers[1] == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "Invalid Request: the JSON is not a JSON-RPC 2.0 message"}}
+    assert answers[2]["id"] == 1 and answers[2]["result"]["serverInfo"]["name"] == "vaultmem"

@@ -161,6 +161,40 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
     active: Bridge = bridge or Bridge(store)
 
     class VaultServer(MCPServer):
+        async def run_stdio_async(self) -> None:
+            """The SDK's stdio loop, answering a line that is not JSON with JSON-RPC's parse
+            error (-32700) and JSON that is no JSON-RPC message with -32600 (id null), where
+            the SDK stays silent."""
+            import anyio
+            from mcp.server.stdio import stdio_server
+            from mcp.shared._context_streams import create_context_streams
+            from mcp.shared.message import SessionMessage
+            from mcp_types.jsonrpc import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+
+            async with stdio_server() as (read_stream, write_stream):
+                forward, incoming = create_context_streams[SessionMessage | Exception](0)
+
+                async def pump() -> None:
+                    async with forward:
+                        async for item in read_stream:
+                            if isinstance(item, Exception):
+                                errors: list[dict[str, Any]] = getattr(item, "errors", lambda: [])()
+                                if any(e.get("type") == "json_invalid" for e in errors):
+                                    error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
+                                else:
+                                    error = ErrorData(code=INVALID_REQUEST,
+                                                      message="Invalid Request: the JSON is not a JSON-RPC 2.0 message")
+                                log.info("answered a malformed message with %d", error.code)
+                                await write_stream.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+                                continue
+                            await forward.send(item)
+
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(pump)
+                    await self._lowlevel_server.run(incoming, write_stream,
+                                                    self._lowlevel_server.create_initialization_options())
+                    tasks.cancel_scope.cancel()
+
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             """Schema violations come back as one line that names the parameter, never the
             (possibly huge or sensitive) value the caller sent."""

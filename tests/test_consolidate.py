@@ -380,3 +380,20 @@ def test_a_merge_keeps_each_memory_s_owner_and_never_mixes_owners(vault_path, cl
     assert [h["content"] for h in bob.search("SSH bastion")["results"]] == [
         "The SSH bastion for staging is bastion-2 on port 22"]
     assert all("bastion-7" not in r["text"] for r in bob.recall("SSH bastion production")["results"])
+
+
+def test_a_cluster_listed_at_a_low_threshold_can_be_linked_by_its_id(vault_path, clock):
+    """LINK mode for medium-cohesion clusters was unreachable: cluster_memories at 0.3 listed an
+    id that consolidate_memories (which re-clustered at 0.83) said did not exist."""
+    from vaultmem.base.config import load_settings
+    from vaultmem.store import MemoryStore
+
+    store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=clock)
+    store.save("The billing service retries failed card payments three times")
+    store.save("Card payments that fail in billing are retried by a nightly job")
+    listed = store.cluster(threshold=0.3)["clusters"]
+    assert len(listed) == 1 and listed[0]["cohesion"] < 0.83
+    linked = store.consolidate(listed[0]["id"], mode="link")
+    assert linked["relations_created"] == 2 and linked["cluster_id"] == listed[0]["id"]
+    store.save("An unrelated memory about the office coffee machine")  # members unchanged: still found
+    assert store.consolidate(listed[0]["id"], mode="preview")["candidates_found"] == 1

@@ -248,6 +248,45 @@ def cluster_dict(c: Cluster) -> dict[str, Any]:
     }
 
 
+CLUSTERS_STATE = "state/clusters.json"  # the last cluster_memories listing: id -> member ids
+MAX_REMEMBERED = 500
+
+
+def _remember_clusters(store: Memories, clusters: Sequence[Cluster]) -> None:
+    """Keep the ids a listing showed, so consolidate_memories finds a cluster listed at any
+    threshold (a LINK-mode cluster at 0.3 is not a cluster at the default 0.83)."""
+    import json
+
+    path = store.vault.derived_dir / CLUSTERS_STATE
+    data = {c.id: [r.id or r.path for r in c.records] for c in clusters[:MAX_REMEMBERED]}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store.vault.write_text(path, json.dumps(data, ensure_ascii=False) + "\n")
+    except OSError:
+        pass  # a cache: without it, only clusters at the given threshold are found
+
+
+def _remembered_cluster(store: Memories, cid: str, records: Sequence[Record]) -> list[Cluster]:
+    """The listed cluster `cid`, if its members are all still here (same ids: same cluster id)."""
+    import json
+
+    try:
+        members = json.loads((store.vault.derived_dir / CLUSTERS_STATE).read_text(encoding="utf-8")).get(cid)
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(members, list):
+        return []
+    by_id = {r.id or r.path: r for r in records}
+    recs = sorted((by_id[m] for m in members if m in by_id), key=lambda r: r.id or "")
+    if len(recs) != len(members) or len(recs) < 2 or cluster_id(r.id or r.path for r in recs) != cid:
+        return []
+    position = {id(r): n for n, r in enumerate(records)}
+    vectors = build_vectors(records)  # the whole collection's weights, as the listing used
+    picked = [vectors[position[id(r)]] for r in recs]
+    sims = [similarity(picked[a], picked[b]) for a in range(len(recs)) for b in range(a + 1, len(recs))]
+    return [Cluster(cid, list(recs), round(sum(sims) / len(sims), 4))]
+
+
 def cluster(store: Memories, threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE,
             find_duplicates: bool = False, duplicate_threshold: float = DUPLICATE_PAIR_THRESHOLD) -> dict[str, Any]:
     """The seed's `cluster_memories`: clusters of similar memories, or duplicate pairs."""
@@ -268,6 +307,7 @@ def cluster(store: Memories, threshold: float = CLUSTER_THRESHOLD, max_cluster_s
                 "duplicate_threshold": duplicate_threshold, "duplicates": duplicates,
                 "message": f"Found {len(duplicates)} potential duplicate pairs"}
     clusters = find_clusters(records, threshold, max_cluster_size)
+    _remember_clusters(store, clusters)
     return {"success": True, "mode": "clustering", "clusters_found": len(clusters), "strategy": "similarity",
             "threshold": threshold, "max_cluster_size": max_cluster_size,
             "clusters": [cluster_dict(c) for c in clusters],
@@ -516,9 +556,10 @@ def consolidate(store: Memories, cluster_id_: str | None = None, mode: str = "pr
         raise InvalidInput(f"cohesion_threshold must be between 0 and 1, got {cohesion_threshold}")
     if bool(cluster_id_) == bool(auto_detect):
         raise InvalidInput("pass either a cluster id (--cluster) or --auto, not both and not neither")
-    clusters = find_clusters(active_records(store), threshold, max_cluster_size)
+    records = active_records(store)
+    clusters = find_clusters(records, threshold, max_cluster_size)
     if cluster_id_:
-        chosen = [c for c in clusters if c.id == cluster_id_]
+        chosen = [c for c in clusters if c.id == cluster_id_] or _remembered_cluster(store, cluster_id_, records)
         if not chosen:
             raise NotFound(f"no cluster {cluster_id_!r} at threshold {threshold}; run `vaultmem cluster` "
                            "with the same --threshold and pass an id it lists")

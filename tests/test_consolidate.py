@@ -247,12 +247,15 @@ def test_deep_consolidation_four_phases(store, fx, clock, vault_path):
     store.modify(store.index.get(rec), lambda c: {"last_used": old})
     weak = store.save("The printer on floor two jams with A3 paper.", strength=1.2)
     store.modify(store.resolve(weak["memory_id"]), lambda c: {"last_used": old})
+    critical = store.save("Never restart the payment database during business hours.", strength=2.0)
+    store.modify(store.resolve(critical["memory_id"]), lambda c: {"last_used": old, "urgency": "critical"})
 
     report = store.deep_consolidate(batch=100)
     assert {k: report[k] for k in ("contradictions", "nearDuplicatesMerged", "popularPromoted", "staleDemoted",
                                    "processedCount")} == {
         "contradictions": 1, "nearDuplicatesMerged": 1, "popularPromoted": 1, "staleDemoted": 2,
-        "processedCount": 12}
+        "processedCount": 13}
+    assert store.open([critical["memory_id"]])["memories"][0]["strength"] == 2.0  # critical is never stale
     assert isinstance(report["durationMs"], int)
     pair = report["contradiction_pairs"][0]
     assert sorted([pair["id1"], pair["id2"]]) == ids(fx, "dark", "notdark")
@@ -263,7 +266,8 @@ def test_deep_consolidation_four_phases(store, fx, clock, vault_path):
     kept = store.open([fx["pg2"]["memory_id"]])["memories"][0]
     assert kept["use_count"] == 5 and kept["created_at"] == "2026-11-22T13:15:00Z"
     assert store.open([fx["pg1"]["memory_id"]])["memories"][0]["status"] == "archived"
-    assert store.open([popular["memory_id"]])["memories"][0]["path"].startswith("memory/ltm/")
+    promoted = store.open([popular["memory_id"]])["memories"][0]
+    assert promoted["path"].startswith("memory/ltm/") and promoted["memory_type"] == "core"  # the seed: core
     back = store.open([stale["memory_id"]])["memories"][0]
     assert back["path"].startswith("memory/stm/") and back["status"] == "active"
     assert store.open([weak["memory_id"]])["memories"][0]["strength"] == 1.1

@@ -692,11 +692,13 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
             # Mnemosyne promotes on popularity alone, so the lifecycle criteria are forced
             result = lifecycle.promote(store, cur.id, apply=True, force=True)
             if result["promoted_count"] == 1:
-                path = store.resolve(cur.id or "").path
-                promoted.append({"memory_id": cur.id, "vault_path": path, "use_count": cur.use_count})
+                moved = store.resolve(cur.id or "")
+                store.modify(moved, lambda _c: {"memory_type": "core"})  # the seed: core, immune to decay
+                promoted.append({"memory_id": cur.id, "vault_path": moved.path, "use_count": cur.use_count})
             continue
         idle = (now.timestamp() - (cur.last_used or now.timestamp())) / 86400
-        if idle >= STALE_DAYS and not cur.pinned and store.score_of(cur, now) < STALE_IMPORTANCE:
+        critical = str(cur.props.get("urgency") or "").lower() == "critical"  # never stale, however quiet
+        if idle >= STALE_DAYS and not cur.pinned and not critical and store.score_of(cur, now) < STALE_IMPORTANCE:
             if cur.status == "promoted":
                 path = move_record(store, cur, "active", {"demoted_at": now})
                 demoted.append({"memory_id": cur.id, "vault_path": path, "action": "moved to short-term"})

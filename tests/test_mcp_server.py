@@ -559,7 +559,7 @@ def test_cluster_memories_finds_the_pair_and_duplicates(server, vault_path):
     ({"threshold": 0}, "threshold: Input should be greater than 0"),
     ({"threshold": 1.5}, "threshold: Input should be less than or equal to 1"),
     ({"max_cluster_size": 101}, "max_cluster_size: Input should be less than or equal to 100"),
-    ({"max_cluster_size": 1}, "Error: max_cluster_size must be between 2 and 100, got 1"),
+    ({"max_cluster_size": 1}, "max_cluster_size: Input should be greater than or equal to 2"),  # in the schema now
 ])
 def test_bad_cluster_memories_names_the_parameter(server, args, fragment):
     assert fragment in error(call(server, "cluster_memories", args))
@@ -707,3 +707,10 @@ def test_save_memory_reports_blocked_secret_and_writes_nothing(server, vault_pat
                                "(keep it in a password manager) and save again"}
     assert secret not in result.content[0].text
     assert snapshot(vault_path) == {}
+
+
+def test_search_unified_verbose_shows_ids_and_paths(server):
+    mid = _save(server, "The quarterly report is due on the fifth")
+    plain = ok(call(server, "search_unified", {"query": "quarterly report"}))["text"]
+    verbose = ok(call(server, "search_unified", {"query": "quarterly report", "verbose": True}))["text"]
+    assert mid[:8] not in plain and mid[:8] in verbose

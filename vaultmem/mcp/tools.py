@@ -212,6 +212,7 @@ def search_unified(
     page: Page = None,
     page_size: PageSize = None,
     preview_length: PreviewLength = None,
+    verbose: Annotated[bool, Field(description="Show ids and paths in the text block.")] = False,
 ) -> dict[str, Any]:
     """Search short-term memories, long-term memories and the user's own vault notes in one ranking.
 
@@ -224,7 +225,7 @@ def search_unified(
     results = found["results"]
     bound_content(results, None)  # preview_length was applied by the store; this caps the whole page
     result = {"success": True, "count": len(results), "results": results, "pagination": found["pagination"],
-              "text": format_unified(results, found["pagination"], verbose=False), "evidence_notice": EVIDENCE_NOTICE}
+              "text": format_unified(results, found["pagination"], verbose=verbose), "evidence_notice": EVIDENCE_NOTICE}
     if found.get("message"):
         result["message"] = found["message"]
     return result
@@ -313,7 +314,7 @@ def cluster_memories(
     strategy: Annotated[str, Field(max_length=50, description='Clustering strategy; only "similarity".')] = "similarity",
     threshold: Annotated[Threshold, Field(
         description=f"Similarity that links two memories (0-1, default {CLUSTER_THRESHOLD}).")] | None = None,
-    max_cluster_size: Annotated[int, Field(ge=1, le=100,
+    max_cluster_size: Annotated[int, Field(ge=2, le=100,
                                            description=f"Largest cluster (2-100, default {MAX_CLUSTER_SIZE}).")] | None = None,
     find_duplicates: Annotated[bool, Field(description="List likely duplicate pairs instead of clusters.")] = False,
     duplicate_threshold: Annotated[Threshold, Field(

@@ -19,7 +19,7 @@ def test_mnemosyne_tools_over_stdio(vault_path, tmp_path):
     async def scenario(c: Any, init: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
         out["recall"] = data(await c.call_tool("memory_recall", {"query": "what is the redis port", "minScore": 0}))
-        out["bad_recall"] = await c.call_tool("memory_recall", {"query": "x", "limit": 101})
+        out["bad_recall"] = await c.call_tool("memory_recall", {"query": "x", "limit": 0})
         out["feedback"] = data(await c.call_tool("memory_feedback", {"signal": "positive"}))
         out["bad_feedback"] = await c.call_tool("memory_feedback", {"signal": "meh"})
         out["missing_block"] = await c.call_tool("memory_block_get", {"name": "project_status"})
@@ -33,6 +33,7 @@ def test_mnemosyne_tools_over_stdio(vault_path, tmp_path):
         out["unknown"] = await c.call_tool("memory_forget", {"memoryId": "deadbeef"})
         out["neither"] = await c.call_tool("memory_forget", {})
         out["after"] = data(await c.call_tool("memory_recall", {"query": "redis port", "minScore": 0}))
+        out["big_recall"] = await c.call_tool("memory_recall", {"query": "redis", "limit": 101})
         return out
 
     out = session_run(vault_path, scenario, "--agent", "ops-agent", errlog=tmp_path / "err.txt")
@@ -43,6 +44,7 @@ def test_mnemosyne_tools_over_stdio(vault_path, tmp_path):
     assert {"id", "text", "score", "confidenceTag", "confidenceScore", "memoryType", "entities", "linkedMemories",
             "decayStatus", "eventTime", "botId"} <= set(first)
     assert out["bad_recall"].is_error and "limit" in out["bad_recall"].content[0].text
+    assert not out["big_recall"].is_error  # the seed clamps a big limit (to 100) instead of refusing it
     assert (out["feedback"]["updated"], out["feedback"]["promoted"]) == (2, 0)
     assert out["bad_feedback"].is_error
     missing = out["missing_block"]  # the seed: null when the block does not exist
@@ -123,7 +125,8 @@ def test_memory_consolidate_over_stdio_archives_a_near_duplicate(vault_path, tmp
 
     async def scenario(c: Any, init: Any) -> dict[str, Any]:
         return {"report": data(await c.call_tool("memory_consolidate", {"batchSize": 100})),
-                "bad": await c.call_tool("memory_consolidate", {"batchSize": 5000})}
+                "bad": await c.call_tool("memory_consolidate", {"batchSize": 0}),
+                "big": await c.call_tool("memory_consolidate", {"batchSize": 5000})}
 
     out = session_run(vault_path, scenario, errlog=tmp_path / "err.txt")
     report = out["report"]
@@ -133,3 +136,4 @@ def test_memory_consolidate_over_stdio_archives_a_near_duplicate(vault_path, tmp
     assert len(list((vault_path / "memory/stm").glob("*.md"))) == 1
     assert len(list((vault_path / "memory/archive").glob("*.md"))) == 1  # archived, not deleted
     assert out["bad"].is_error and "batchSize" in out["bad"].content[0].text
+    assert not out["big"].is_error  # clamped to the seed's maximum, 1000

@@ -330,7 +330,9 @@ def test_check_ref_accepts_only_plain_names(value):
     except InvalidInput as exc:
         assert str(exc).startswith("memory_id must be a UUID")
     else:
-        assert ref and "/" not in ref and "\\" not in ref and not ref.startswith(".") and len(ref) <= 255
+        # a name, a vault path or a pasted [[folder/name]]: never absolute, never a `..` or dot-folder step
+        inner = ref.removeprefix("!").removeprefix("[[").strip("\"' \t\r\n\x0b\x0c")
+        assert ref and "\\" not in ref and not inner.startswith(("/", ".")) and "/." not in ref and len(ref) <= 255
 
 
 def test_metrics_percentile_and_timer():

@@ -1,57 +1,151 @@
 """The secret filter: real credential formats, not a keyword list.
 
 `find_secret(text)` returns the first credential-looking span as a `Finding` (kind, start,
-end) or None. Rules, checked in this order:
+end) or None; `check(text)` raises SecretBlocked with the kind. The text is first normalised
+(a copy for matching; spans are mapped back to `text`): zero-width and other invisible format
+characters (U+200B-U+200F, U+2060-U+206F, U+FEFF, soft hyphen, variation selectors, tag
+characters) are removed, unusual spaces become a space and full-width ASCII becomes ASCII.
+Then, in this order:
 
-1. provider formats: AWS access key ids (AKIA/ASIA...), Google `AIza...` keys, GitHub
-   (`ghp_`, `github_pat_`), GitLab (`glpat-`), Slack (`xox?-`, webhooks), Stripe secret
-   keys (`sk_live_`, `rk_test_`), Anthropic (`sk-ant-`), OpenAI (`sk-`, `sk-proj-`),
-   PEM private-key blocks, JWTs (three base64url parts, header and payload `eyJ`);
-2. connection strings with an inline password (`scheme://user:pass@host`);
-3. assignments: a name ending in password/secret/token/api key... followed by `=`/`:`
+1. provider formats (`_RULES`): the token formats of gitleaks' default rule set and a few more
+   (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Hugging Face, npm, Twilio,
+   Mailgun, Mailchimp, Shopify, DigitalOcean, Discord, Azure AD, Databricks, Postman,
+   Supabase, Pulumi, Sentry, Alibaba, age, 1Password, SendGrid, Vault, Grafana, ...), each
+   with its own kind; PEM private-key headers in any case (`-----begin private key-----`),
+   an AWS secret key after its name, a Kubernetes Secret's data, a NuGet password;
+2. connection strings with an inline password of 2+ characters (`scheme://user:pw@host`);
+3. passwords on a command line (`curl -u user:pass`, `mysql -pPASS`, `--password=PASS`,
+   `sshpass -p PASS`, `docker login -p`, `openssl ... pass:PASS`, ...), HTTP Basic and
+   Bearer credentials, secrets in a URL query;
+4. assignments: a name ending in password/secret/token/api key... followed by `=`/`:`
    (or, for passwords, `is`) and a literal value. `=` in code accepts any literal value;
    `:` and `is` in prose only a password-like one (a digit, symbol or inner capital, and
-   6+ characters), so "the password is stored in Vault" passes;
-4. high-entropy tokens: 32+ characters of base64/base64url with upper, lower and digits
+   6+ characters), so "the password is stored in Vault" passes; and a provider's name
+   (gitleaks' keyword rules: datadog, cloudflare, twilio, ...) assigned a random-looking
+   value of 16+ characters;
+5. a provider key split by single spaces or line breaks: pieces that are not plain words
+   are joined with their neighbours and the provider rules run on the joined form, which
+   must match across the break;
+6. base64 (or base64url) that decodes to text holding any of 1-4 (a data: URI excepted);
+7. high-entropy tokens: 32+ characters of base64/base64url with upper, lower and digits
    and Shannon entropy >= 4.3 bits per character (hex digests and UUIDs stay below it).
 
 Placeholders (`<password>`, `${DB_PASS}`, `****`, `xxxx`, `os.environ[...]`) are not
-secrets. Talk about secrets ("I use 1Password as my password manager", "rotate the API key
-every 90 days", "use JWT tokens for auth") has no value in a credential format, so it
-passes. The matched text is never put in a message, a log line or an exception.
+secrets; neither are long identifiers, paths, URLs without a password, hashes, UUIDs, data:
+URIs and SSH public keys. Talk about secrets ("I use 1Password as my password manager",
+"rotate the API key every 90 days") has no value in a credential format, so it passes. The
+matched text is never put in a message, a log line or an exception: only the kind.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from vaultmem.base.errors import SecretBlocked  # noqa: F401  (raised by check(); defined in base so adapters catch it)
 
 KINDS = {
+    # provider formats
     "aws_access_key": "an AWS access key id",
     "aws_secret_key": "an AWS secret access key",
+    "aws_bedrock_key": "an Amazon Bedrock API key",
     "google_api_key": "a Google API key",
+    "google_client_secret": "a Google OAuth client secret",
+    "google_oauth_token": "a Google OAuth access token",
     "github_token": "a GitHub token",
     "gitlab_token": "a GitLab token",
     "slack_token": "a Slack token",
     "slack_webhook": "a Slack webhook URL",
+    "teams_webhook": "a Microsoft Teams webhook URL",
     "stripe_key": "a Stripe secret key",
+    "stripe_webhook_secret": "a Stripe webhook signing secret",
     "anthropic_key": "an Anthropic API key",
     "openai_key": "an OpenAI API key",
-    "private_key": "a PEM private key",
+    "ai_api_key": "an AI provider's API key (Groq, xAI, Replicate, OpenRouter, Perplexity, LangSmith)",
     "jwt": "a JSON Web Token",
+    "private_key": "a PEM private key",
+    "age_secret_key": "an age secret key",
+    "onepassword_token": "a 1Password secret key or service-account token",
+    "adobe_client_secret": "an Adobe client secret",
+    "airtable_token": "an Airtable personal access token",
+    "alibaba_access_key": "an Alibaba Cloud access key id",
+    "artifactory_token": "a JFrog Artifactory API key or reference token",
+    "atlassian_token": "an Atlassian API token",
+    "authress_key": "an Authress service client access key",
+    "azure_client_secret": "an Azure AD client secret",
+    "azure_storage_key": "an Azure storage or service bus key",
+    "clickhouse_key": "a ClickHouse Cloud API secret",
+    "clojars_token": "a Clojars deploy token",
+    "cloudflare_key": "a Cloudflare origin CA key",
+    "databricks_token": "a Databricks token",
+    "defined_networking_token": "a Defined Networking API token",
+    "digitalocean_token": "a DigitalOcean token",
+    "discord_token": "a Discord bot token",
+    "doppler_token": "a Doppler token",
+    "duffel_token": "a Duffel API token",
+    "dynatrace_token": "a Dynatrace API token",
+    "easypost_key": "an EasyPost API key",
+    "facebook_token": "a Facebook access token",
+    "flutterwave_key": "a Flutterwave key",
+    "flyio_token": "a Fly.io token",
+    "frameio_token": "a Frame.io API token",
+    "grafana_token": "a Grafana token",
+    "harness_key": "a Harness API key",
+    "heroku_key": "a Heroku API key",
+    "huggingface_token": "a Hugging Face token",
+    "infracost_token": "an Infracost API token",
+    "intra42_secret": "a 42 Intra client secret",
+    "linear_key": "a Linear API key",
+    "mailchimp_key": "a Mailchimp API key",
+    "mailgun_key": "a Mailgun API or signing key",
+    "mapbox_token": "a Mapbox secret token",
+    "maxmind_key": "a MaxMind license key",
+    "netlify_token": "a Netlify access token",
+    "newrelic_key": "a New Relic key",
+    "notion_token": "a Notion integration token",
+    "npm_token": "an npm access token",
+    "octopus_key": "an Octopus Deploy API key",
+    "openshift_token": "an OpenShift user token",
+    "planetscale_token": "a PlanetScale token or password",
+    "postman_key": "a Postman API key",
+    "prefect_token": "a Prefect API key",
+    "pulumi_token": "a Pulumi access token",
+    "pypi_token": "a PyPI upload token",
+    "readme_key": "a ReadMe API key",
+    "rubygems_key": "a RubyGems API key",
+    "scalingo_token": "a Scalingo API token",
+    "sendgrid_key": "a SendGrid API key",
+    "brevo_key": "a Brevo (Sendinblue) API key",
+    "sentry_token": "a Sentry auth token",
+    "settlemint_token": "a SettleMint access token",
+    "shippo_token": "a Shippo API token",
+    "shopify_token": "a Shopify access token or shared secret",
+    "sourcegraph_token": "a Sourcegraph access token",
+    "square_token": "a Square access token or secret",
+    "supabase_token": "a Supabase access token or secret key",
+    "telegram_bot_token": "a Telegram bot token",
+    "terraform_token": "a Terraform Cloud API token",
+    "twilio_api_key": "a Twilio API key",
+    "twitter_token": "a Twitter (X) bearer token",
+    "typeform_token": "a Typeform API token",
+    "vault_token": "a HashiCorp Vault token",
+    "yandex_key": "a Yandex Cloud key or token",
+    # shapes that are not one provider's format
+    "kubernetes_secret": "a Kubernetes Secret with data",
     "connection_string": "a connection string with a password",
-    "password_assignment": "a password assignment",
-    "secret_assignment": "a secret or token assignment",
-    "bearer_token": "a bearer token",
-    "high_entropy_token": "a high-entropy token",
-    "provider_token": "an API token in a provider's format",
     "command_password": "a password on a command line",
     "basic_auth": "HTTP Basic credentials",
+    "bearer_token": "a bearer token",
+    "password_assignment": "a password assignment",
+    "secret_assignment": "a secret or token assignment",
+    "provider_credential": "a credential assigned to a provider's setting",
     "encoded_secret": "a base64-encoded credential",
+    "high_entropy_token": "a high-entropy token",
 }
 
 
@@ -66,126 +160,254 @@ class Finding:
         return KINDS[self.kind]
 
 
-_PROVIDER_RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("private_key", re.compile(r"(?i)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|AGE-SECRET-KEY-1[0-9A-Z]{58}")),
-    ("aws_access_key",
-     re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")),
-    ("aws_secret_key", re.compile(
-        r"(?i)aws[\w.-]{0,20}?(?:secret|private)[\w.-]{0,20}?\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])")),
-    ("google_api_key", re.compile(r"(?<![\w-])AIza[0-9A-Za-z_\-]{35}(?![\w-])")),
-    ("github_token", re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?!\w)")),
-    ("gitlab_token", re.compile(r"(?<![\w-])gl(?:pat|dt|ptt|rt|cbt)-[A-Za-z0-9_\-]{20,}(?![\w-])")),
-    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}")),
-    ("slack_token", re.compile(r"(?<![\w-])xox[abposrce]-(?:[0-9]+-)+[A-Za-z0-9\-]{8,}(?![\w-])")),
-    ("stripe_key", re.compile(r"(?<![\w])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}(?!\w)")),
-    ("anthropic_key", re.compile(r"(?<![\w-])sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{20,}(?![\w-])")),
-    ("openai_key", re.compile(r"(?<![\w-])sk-(?!ant-)(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{20,}(?![\w-])")),
-    ("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}(?![\w-])")),
-    # Token formats of gitleaks' default rule set (public facts about each provider's tokens).
-    ("provider_token", re.compile(
-        r"(?<![\w-])(?:"
-        r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]{20,}"  # Slack app-level token
-        r"|whsec_[A-Za-z0-9+/]{24,}"  # Stripe webhook signing secret
-        r"|npm_[A-Za-z0-9]{36}"  # npm
-        r"|hf_[A-Za-z]{34}"  # Hugging Face
-        r"|SK[0-9a-fA-F]{32}"  # Twilio API key
-        r"|key-[0-9a-f]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}"  # Mailgun private key / webhook signing key
-        r"|[0-9a-f]{32}-us\d{1,2}"  # Mailchimp
-        r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"  # Shopify
-        r"|do[por]_v1_[a-f0-9]{64}"  # DigitalOcean
-        r"|[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,38}"  # Discord bot token
-        r"|[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"  # Azure AD client secret
-        r"|dapi[a-f0-9]{32}(?:-\d)?"  # Databricks
-        r"|PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"  # Postman
-        r"|sbp_[a-f0-9]{40}"  # Supabase
-        r"|pul-[a-f0-9]{40}"  # Pulumi
-        r"|sntry[us]_[A-Za-z0-9+/=_-]{40,}"  # Sentry user / org tokens
-        r"|LTAI[A-Za-z0-9]{20}"  # Alibaba Cloud
-        r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"  # SendGrid
-        r"|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"  # PyPI upload token
-        r"|hvs\.[A-Za-z0-9_-]{90,}|hv[sb]\.[A-Za-z0-9_-]{24,}"  # HashiCorp Vault
-        r"|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2}"  # Grafana
-        r"|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"  # Doppler
-        r"|lin_api_[A-Za-z0-9]{40}"  # Linear
-        r"|NRAK-[A-Z0-9]{27}"  # New Relic user key
-        r"|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9=._-]{32,64}"  # PlanetScale
-        r"|sq0(?:atp|csp)-[0-9A-Za-z_-]{22,43}|EAAA[A-Za-z0-9_-]{60}"  # Square
-        r"|rubygems_[a-f0-9]{48}"  # RubyGems
-        r"|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"  # Brevo (Sendinblue)
-        r"|shippo_(?:live|test)_[a-f0-9]{40}"  # Shippo
-        r"|pnu_[A-Za-z0-9]{36}"  # Prefect
-        r"|rdme_[a-z0-9]{70}"  # ReadMe
-        r"|tfp_[A-Za-z0-9_.=-]{59}"  # Typeform
-        r"|fo1_[A-Za-z0-9_-]{43}"  # Fly.io
-        r"|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}"  # Dynatrace
-        r"|EZ[AT]K[A-Za-z0-9]{54}"  # EasyPost
-        r"|atlasv1\.[A-Za-z0-9_=-]{60,70}"  # Terraform Cloud
-        r"|\d{8,10}:AA[A-Za-z0-9_-]{33}"  # Telegram bot token
-        r"|ATATT3[A-Za-z0-9_=-]{186}"  # Atlassian API token
-        r"|glptt-[0-9a-f]{40}"  # GitLab pipeline trigger
-        r")(?![\w-])")),
-]
+# ---------------------------------------------------------------------------------------------
+# Provider formats. Each rule is (kind, body, end, check): the body is a regular expression
+# (non-capturing groups only), `end` the lookahead after it, `check` an extra test of the
+# matched text. Every body starts where no letter, digit or underscore precedes it.
 
-# Credentials passed on a command line: `curl -u user:pass`, `mysql -pPASS`, `sshpass -p PASS`.
-_COMMAND = re.compile(
-    r"(?i)\bcurl\b[^\n]*?\s(?:-u|--user)[ =]?['\"]?[^\s:'\"]+:(?P<a>[^\s'\"@]{2,})"
-    r"|\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s(?:-p(?P<b>[^\s-][^\s]*)|--password=(?P<c>\S+))"
-    r"|\bsshpass\s+-p\s*(?P<d>\S+)"
-    r"|\bredis-cli\b[^\n]*?\s-a\s+(?P<f>\S{2,})")
-_BASIC = re.compile(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})")
-# Characters that can hide inside a token without being seen (zero-width, soft hyphen, BOM).
-_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]")
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
-_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
-_PUBLIC_KEY = re.compile(
-    r"\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+AAAA[A-Za-z0-9+/]+={0,3}")
-# the rest of a split key: mixed case or digits, or lowercase hex; not a plain word of prose
-_FRAGMENT = re.compile(r"^(?:(?=[^\s]*[0-9A-Z])[A-Za-z0-9_\-+/=.~]+|[0-9a-f]+)$")
-# The first characters of the provider formats above: a token starting so and cut by a space or
-# a line break is joined with the next pieces and checked again.
-_PREFIX = re.compile(
-    r"^(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T|AIza|gh[pousr]_|github_pat_|gl(?:pat|dt|ptt|rt|cbt|sa|c)[-_]|"
-    r"xox|xapp-|sk-|sk_|rk_|whsec_|npm_|hf_|eyJ|SK[0-9a-fA-F]|key-|shp|do[por]_|dapi|PMAK-|sbp_|pul-|sntry|LTAI|"
-    r"SG\.|pypi-|hv[sb]\.|dp\.|lin_api_|NRAK-|pscale_|sq0|EAAA|rubygems_|xkeysib-|shippo_|pnu_|rdme_|tfp_|fo1_|"
-    r"dt0c01|EZ[AT]K|atlasv1|ATATT|AGE-)")
+def _looks_random(token: str) -> bool:
+    """Not a placeholder or a phrase in a token's clothes: no run of 8 equal characters
+    (`ghp_xxxxxxxx...`) and not lowercase words joined by - _ . (`glpat-token-format-docs`)."""
+    return not (_REPEAT.search(token) or _WORDY.fullmatch(token))
+
+
+def _random_with_digit(token: str) -> bool:
+    return _looks_random(token) and _DIGIT.search(token) is not None
+
+
+def _discord(token: str) -> bool:
+    # three base64url parts; the middle one is not a plain word (Namespace.Client.ClassName)
+    return _random_with_digit(token) and not _PLAIN_WORD.fullmatch(token.split(".")[1])
+
+
+def _vault(token: str) -> bool:
+    if token.startswith("s."):  # legacy service token: s. + 24 mixed characters
+        return bool(_DIGIT.search(token) and re.search(r"[a-z]", token) and re.search(r"[A-Z]", token[2:]))
+    return _looks_random(token)
+
+
+def _always(token: str) -> bool:
+    return True
+
+
+_REPEAT = re.compile(r"(.)\1{7}")
+_WORDY = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
+_DIGIT = re.compile(r"\d")
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*")
+
+_E = r"(?![A-Za-z0-9_])"  # nothing word-like after the token
+_EH = r"(?![A-Za-z0-9_-])"  # ... nor a hyphen, for formats whose alphabet has one
+_EB = r"(?![A-Za-z0-9+/=])"  # base64 alphabets
+
+_RULES: list[tuple[str, str, str, Callable[[str], bool]]] = [
+    ("age_secret_key", r"(?i:AGE-SECRET-KEY-1[0-9A-Z]{58})", _E, _looks_random),
+    ("aws_access_key", r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}", _E, _looks_random),
+    ("aws_bedrock_key", r"ABSK[A-Za-z0-9+/]{109,269}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=]*",
+     _EB, _looks_random),
+    ("google_api_key", r"AIza[0-9A-Za-z_\-]{35}", _EH, _looks_random),
+    ("google_client_secret", r"GOCSPX-[A-Za-z0-9_\-]{28}", _EH, _looks_random),
+    ("google_oauth_token", r"ya29\.[A-Za-z0-9_\-]{20,}", _EH, _random_with_digit),
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}", _E, _looks_random),
+    ("gitlab_token", r"gl(?:pat|dt|ptt|rt|cbt|ft|imt|agent|oas|soat|ffct)-[A-Za-z0-9_\-]{20,}(?:\.[0-9a-z]{9})?"
+                     r"|GR1348941[A-Za-z0-9_\-]{20,}|_gitlab_session=[0-9a-z]{32}", _EH, _looks_random),
+    ("slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,}", _EH, _looks_random),
+    ("slack_token", r"xox[abposrce]-[A-Za-z0-9\-]{10,}|xoxe\.xox[bp]-\d-[A-Za-z0-9]{100,}"
+                    r"|(?i:xapp-\d-[A-Z0-9]+-\d+-[A-Z0-9]+)", _EH, _random_with_digit),
+    ("teams_webhook", r"[a-z0-9\-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_\-]{60,}", _EH, _looks_random),
+    ("stripe_key", r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,247}", _E, _looks_random),
+    ("stripe_webhook_secret", r"whsec_[A-Za-z0-9+/=]{24,}", _EB, _looks_random),
+    ("anthropic_key", r"sk-ant-(?:api|admin|sid|oat|ort)\d{2}-[A-Za-z0-9_\-]{20,}", _EH, _looks_random),
+    ("ai_api_key", r"sk-or-v1-[a-f0-9]{64}|gsk_[A-Za-z0-9]{52}|xai-[A-Za-z0-9]{80}|r8_[A-Za-z0-9]{37}"
+                   r"|pplx-[A-Za-z0-9]{48}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}", _EH, _random_with_digit),
+    ("openai_key", r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}|sk-[A-Za-z0-9]{32,}", _EH, _random_with_digit),
+    ("onepassword_token", r"ops_eyJ[A-Za-z0-9+/]{250,}={0,3}"
+                          r"|A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
+     _EB, _looks_random),
+    ("grafana_token", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,400}={0,3}|eyJrIjoi[A-Za-z0-9]{70,400}={0,3}",
+     _EB, _looks_random),
+    ("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", _EH, _looks_random),
+    ("adobe_client_secret", r"p8e-[A-Za-z0-9]{32}", _E, _random_with_digit),
+    ("airtable_token", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}", _E, _looks_random),
+    ("alibaba_access_key", r"LTAI[A-Za-z0-9]{12,20}", _E, _random_with_digit),
+    ("artifactory_token", r"AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59}", _E, _looks_random),
+    ("atlassian_token", r"ATATT3[A-Za-z0-9_\-=]{186}", _EH, _looks_random),
+    ("authress_key", r"(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_-][A-Za-z0-9-]{10,32}"
+                     r"\.[A-Za-z0-9+/_=-]{30,120}", _EH, _looks_random),
+    ("azure_client_secret", r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}", r"(?![A-Za-z0-9_~.\-])", _random_with_digit),
+    ("azure_storage_key", r"(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{40,88}={0,2}", _EB, _looks_random),
+    ("clickhouse_key", r"4b1d[A-Za-z0-9]{38}", _E, _looks_random),
+    ("clojars_token", r"(?i:CLOJARS_[a-z0-9]{60})", _E, _looks_random),
+    ("cloudflare_key", r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}", _E, _looks_random),
+    ("databricks_token", r"dapi[a-f0-9]{32}(?:-\d)?", _E, _looks_random),
+    ("defined_networking_token", r"dnkey-[A-Za-z0-9=_\-]{26}-[A-Za-z0-9=_\-]{52}", _EH, _looks_random),
+    ("digitalocean_token", r"do[por]_v1_[a-f0-9]{64}", _E, _looks_random),
+    ("discord_token", r"[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}", _EH, _discord),
+    ("doppler_token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", _E, _looks_random),
+    ("duffel_token", r"duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}", _EH, _looks_random),
+    ("dynatrace_token", r"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}", _E, _looks_random),
+    ("easypost_key", r"EZ[AT]K[A-Za-z0-9]{54}", _E, _looks_random),
+    ("facebook_token", r"EAA[MC][A-Za-z0-9]{100,}|\d{15,16}(?:\||%7C)[0-9A-Za-z_\-]{27,40}", _EH, _looks_random),
+    ("flutterwave_key", r"FLW(?:PUB|SEC)K(?:_TEST)?-[A-Ha-h0-9]{12,32}(?:-X)?", _EH, _looks_random),
+    ("flyio_token", r"fo1_[A-Za-z0-9_\-]{43}|fm(?:1[ar]|2)_[A-Za-z0-9+/]{100,}={0,3}", _EB, _looks_random),
+    ("frameio_token", r"fio-u-[A-Za-z0-9\-_=]{64}", _EH, _looks_random),
+    ("harness_key", r"(?:pat|sat)\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}", _E, _looks_random),
+    ("heroku_key", r"HRKU-AA[0-9A-Za-z_\-]{58}", _EH, _looks_random),
+    ("huggingface_token", r"hf_[A-Za-z]{34}|api_org_[A-Za-z]{34}", _E, _looks_random),
+    ("infracost_token", r"ico-[A-Za-z0-9]{32}", _E, _random_with_digit),
+    ("intra42_secret", r"s-s4t2(?:ud|af)-[A-Fa-f0-9]{64}", _E, _looks_random),
+    ("linear_key", r"lin_api_[A-Za-z0-9]{40}", _E, _looks_random),
+    ("mailchimp_key", r"[0-9a-f]{32}-us\d{1,2}", _E, _random_with_digit),
+    ("mailgun_key", r"(?:pub)?key-[0-9a-f]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}", _E, _random_with_digit),
+    ("mapbox_token", r"sk\.eyJ[A-Za-z0-9_\-]{50,}\.[A-Za-z0-9_\-]{20,}", _EH, _looks_random),
+    ("maxmind_key", r"[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk", _E, _random_with_digit),
+    ("netlify_token", r"nfp_[A-Za-z0-9]{36}", _E, _random_with_digit),
+    ("newrelic_key", r"NRAK-[A-Z0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9\-]{32}", _EH, _random_with_digit),
+    ("notion_token", r"ntn_[0-9]{11}[A-Za-z0-9]{35}|secret_[A-Za-z0-9]{43}", _E, _random_with_digit),
+    ("npm_token", r"npm_[A-Za-z0-9]{36}", _E, _looks_random),
+    ("octopus_key", r"API-[A-Z0-9]{26}", _E, _random_with_digit),
+    ("openshift_token", r"sha256~[A-Za-z0-9_\-]{43}", _EH, _looks_random),
+    ("planetscale_token", r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_=.\-]{32,64}", _EH, _looks_random),
+    ("postman_key", r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}", _E, _looks_random),
+    ("prefect_token", r"pnu_[A-Za-z0-9]{36}", _E, _looks_random),
+    ("pulumi_token", r"pul-[a-f0-9]{40}", _E, _looks_random),
+    ("pypi_token", r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_\-]{50,}", _EH, _looks_random),
+    ("readme_key", r"rdme_[a-z0-9]{70}", _E, _random_with_digit),
+    ("rubygems_key", r"rubygems_[a-f0-9]{48}", _E, _looks_random),
+    ("scalingo_token", r"tk-us-[A-Za-z0-9_\-]{48}", _EH, _looks_random),
+    ("sendgrid_key", r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", _EH, _looks_random),
+    ("brevo_key", r"x(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}", _E, _looks_random),
+    ("sentry_token", r"sntry[us]_[A-Za-z0-9+/=_\-]{40,}", _EH, _looks_random),
+    ("settlemint_token", r"sm_(?:pat|aat|sat)_[A-Za-z0-9]{16}", _E, _random_with_digit),
+    ("shippo_token", r"shippo_(?:live|test)_[a-fA-F0-9]{40}", _E, _looks_random),
+    ("shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", _E, _looks_random),
+    ("sourcegraph_token", r"sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40}", _E, _looks_random),
+    ("square_token", r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}|EAAA[A-Za-z0-9_\-]{60}", _EH, _looks_random),
+    ("supabase_token", r"sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{31,}", _EH, _looks_random),
+    ("telegram_bot_token", r"\d{8,10}:AA[A-Za-z0-9_\-]{33}", _EH, _looks_random),
+    ("terraform_token", r"(?:[A-Za-z0-9]{14}\.)?atlasv1\.[A-Za-z0-9_=\-]{60,70}", _EH, _looks_random),
+    ("twilio_api_key", r"SK[0-9a-fA-F]{32}", _E, _looks_random),
+    ("twitter_token", r"A{22}[A-Za-z0-9%]{60,120}", _E, _always),
+    ("typeform_token", r"tfp_[A-Za-z0-9_.=\-]{59}", _EH, _looks_random),
+    ("vault_token", r"hv[sb]\.[A-Za-z0-9_\-]{24,}|s\.[A-Za-z0-9]{24}", _EH, _vault),
+    ("yandex_key", r"AQVN[A-Za-z0-9_\-]{35,38}|t1\.[A-Za-z0-9_\-]+=*\.[A-Za-z0-9_\-]{86}=*", _EH, _looks_random),
+]
+_PROVIDERS = re.compile(
+    r"(?<![A-Za-z0-9_])(?:" + "|".join(f"(?P<r{i}>{body}){end}" for i, (_, body, end, _) in enumerate(_RULES)) + ")")
+# Where provider tokens can be: runs of 20+ token characters (no space, quote or bracket).
+_RUN = re.compile(r"[A-Za-z0-9_\-+/=.~:@|%]{20,}")
+
+_PEM = re.compile(r"(?i)-{4,5} ?BEGIN[ \t]+(?:[A-Z0-9]+[ \t]+)*PRIVATE[ \t]+KEY(?:[ \t]+BLOCK)? ?-{4,5}"
+                  r"|PuTTY-User-Key-File-\d+:")
+_AWS_SECRET = re.compile(
+    r"(?i)aws[\w.-]{0,20}?(?:secret|private)[\w.-]{0,20}?[\"']?\s*(?:[:=]|=>)\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])")
+_NUGET = re.compile(r"(?i)<add\s+key=[\"'](?:ClearText)?Password[\"']\s+value=[\"'](?P<value>[^\"']{4,})[\"']")
+_K8S_KIND = re.compile(r"(?im)^\s*kind:\s*[\"']?secret[\"']?\s*$")
+_K8S_DATA = re.compile(r"(?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\n(?P<body>(?:(?P=indent)[ \t]+\S.*(?:\n|$))+)")
+_K8S_ITEM = re.compile(r"(?m)^[ \t]+[\w.-]+:[ \t]*[\"']?(?P<value>[^\s\"']+)")
+
+# ---------------------------------------------------------------------------------------------
+# Shapes that are not one provider's format.
 
 _CONNECTION = re.compile(
     r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@'\"<>]*):(?P<pw>[^\s@/'\"]+)@[^\s/@]+")
 
-_SECRET_NAMES = (
-    r"password|passwd|passphrase|pwd|pass|secret|secret[_\-. ]?key|client[_\-. ]?secret|"
-    r"api[_\-. ]?key|apikey|access[_\-. ]?key|access[_\-. ]?token|auth[_\-. ]?token|"
-    r"refresh[_\-. ]?token|token|private[_\-. ]?key|signing[_\-. ]?key|credentials?"
-)
-# name (optionally with a prefix such as DB_ or stripe.), then = or : (or "is" for prose)
-_ASSIGN = re.compile(
-    r"(?i)(?<![\w.\-])(?P<name>[a-z0-9_\-.]{0,40}?(?:" + _SECRET_NAMES + r"))[\"']?"
-    r"(?P<op>\s*(?:=|:=|=>|:)\s*|\s+(?:is|was|=)\s+)"
-    r"(?P<q>[\"'`]?)(?P<value>[^\s\"'`,;]+)"
-)
+# Credentials passed on a command line. Each alternative names its value `pN`.
+_COMMAND_WORDS = ("curl", "wget", "mysql", "mariadb", "sshpass", "redis-cli", "docker", "podman", "mongo", "openssl",
+                  "zip", "7z", "ldap", "sqlcmd", "bcp", "keytool", "jarsigner", "htpasswd", "smbclient", "rpcclient",
+                  "ssh-keygen", "az login", "psexec")
+_COMMAND = re.compile(
+    r"\b(?i:curl)\b[^\n]*?\s(?:-u|--user|--proxy-user|-U)[ =]?(?:(?P<q1>['\"])[^:'\"\s]+:(?P<p1>[^'\"]{2,})(?P=q1)"
+    r"|[^\s:'\"]+:(?P<p2>[^\s'\"]{2,}))"
+    r"|\b(?i:curl|wget)\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password[ =](?P<p3>\S+)"
+    r"|\b(?i:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n]*?\s(?:-p(?P<p4>[^\s-]\S*)|--password=(?P<p5>\S+))"
+    r"|\bsshpass\b[^\n]*?\s-p\s*(?P<p6>\S+)"
+    r"|\bredis-cli\b[^\n]*?\s(?:-a|--pass)\s+(?P<p7>\S{2,})"
+    r"|\b(?:docker|podman)\s+login\b[^\n]*?\s(?:-p|--password)[ =](?P<p8>\S+)"
+    r"|\bmongo(?:sh|dump|restore|export|import)?\b[^\n]*?\s(?:-p|--password)[ =](?P<p9>\S+)"
+    r"|\bopenssl\b[^\n]*?\s-pass(?:in|out)?\s+pass:(?P<p10>\S+)"
+    r"|\b(?:zip|unzip)\b[^\n]*?\s-P\s+(?P<p11>\S+)"
+    r"|\b7z[az]?\b[^\n]*?\s-p(?P<p12>[^\s-]\S*)"
+    r"|\bldap\w+\b[^\n]*?\s-w\s+(?P<p13>\S+)"
+    r"|\b(?:sqlcmd|bcp|osql)\b[^\n]*?\s-P\s*(?P<p14>\S+)"
+    r"|\b(?:keytool|jarsigner)\b[^\n]*?\s-(?:store|key|srcstore|deststore|srckey|destkey)pass\s+(?P<p15>\S+)"
+    r"|\bhtpasswd\s+-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+(?P<p16>\S+)"
+    r"|\b(?:smbclient|rpcclient|smbmap)\b[^\n]*?\s-U\s*['\"]?[^\s%'\"]+%(?P<p17>[^\s'\"]+)"
+    r"|\bssh-keygen\b[^\n]*?\s-[NP]\s+(?P<p18>\S+)"
+    r"|\baz\s+login\b[^\n]*?\s(?:-p|--password)[ =](?P<p19>\S+)"
+    r"|\bpsexec\b[^\n]*?\s-p\s+(?P<p20>\S+)")
+_BASIC = re.compile(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})")
 _BEARER = re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9_\-.~+/]{20,}=*)")
 _QUERY_SECRET = re.compile(
     r"(?i)[?&](?:access_token|api_key|apikey|token|key|secret|client_secret|sig|signature|password)="
     r"(?P<value>[^\s&#]{12,})")
 
+# An assignment: found by its last word (password, secret, token, api key...), then the name
+# before it is read backwards. `=` or `:` (or "is" in prose), then the value.
+_ASSIGN = re.compile(
+    r"(?i)(?:pass(?:word|wd|phrase)?|pwd|(?:secret|api|access|private|signing)[_\-. ]?key|apikey"
+    r"|(?:access|auth|refresh)[_\-. ]?token|client[_\-. ]?secret|secret|token|credentials?)[\"']?"
+    r"(?P<op>\s*(?:=|:=|=>|:)\s*|\s+(?:is|was|=)\s+)"
+    r"(?P<q>[\"'`]?)(?P<value>[^\s\"'`,;]+)")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 _PLACEHOLDER = re.compile(
     r"""(?ix)^(?:
-        <[^>]*>? | \$\{?[\w.]+\}? | \{\{?[^}]*\}?\}? | %\(?\w*\)?s | \[[^\]]*\]? |
+        <[^>]*>? | \$\{?[\w.]+\}? | \{\{?[^}]*\}?\}? | %\(?\w*\)?s | %\w+% | \[[^\]]*\]? |
         [*x.•#?_-]+ | (?:your|my)[_\-]\w* | redacted | hidden | masked | placeholder |
         example\w* | dummy\w* | sample\w* | changeme | secret | password | passwd | token |
         none | null | nil | true | false | undefined | empty | required | optional | env |
         (?:os\.)?(?:environ|getenv)\b.* | process\.env\b.* | env\(.* | getpass\(.* | input\(.* |
         [\w.]+\(.*
     )$""")
-# an attribute or variable reference in code (settings.SECRET_KEY), not a literal
 _PASSWORD_MANAGERS = {"1password", "bitwarden", "keepass", "keepassxc", "lastpass", "dashlane",
                       "keychain", "vault", "pass", "nordpass", "protonpass", "enpass"}
+# an attribute or variable reference in code (settings.SECRET_KEY), not a literal
 _REFERENCE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 # prose words that follow "password:" / "token:" without being a value
 _PROSE_VALUE = re.compile(r"^[a-z]+[.!?]?$")
 
+# gitleaks' keyword rules: a provider's name, then `=`/`:` and its key. The value must look
+# random (16+ characters, letters and digits mixed); UUIDs and 40-hex commit ids are ids.
+_PROVIDER_NAMES = (
+    "adafruit", "adobe", "airtable", "algolia", "alibaba", "asana", "atlassian", "confluence", "jira", "beamer",
+    "bitbucket", "bittrex", "meraki", "cloudflare", "codecov", "cohere", "coinbase", "confluent", "contentful",
+    "datadog", "discord", "droneci", "dropbox", "etsy", "facebook", "fastly", "finicity", "finnhub", "flickr",
+    "freemius", "freshbooks", "gitter", "gocardless", "heroku", "hubspot", "intercom", "jfrog", "artifactory",
+    "bintray", "kraken", "kucoin", "launchdarkly", "linear", "linkedin", "linked_in", "mailchimp", "mailgun",
+    "mapbox", "mattermost", "messagebird", "message_bird", "netlify", "newrelic", "new_relic", "new-relic", "nytimes",
+    "okta", "plaid", "privateai", "private_ai", "rapidapi", "sendbird", "sentry", "snyk", "sonar", "squarespace",
+    "sumo", "telegram", "travis", "twitch", "twitter", "yandex", "zendesk", "contribsys", "twilio", "sendgrid",
+    "pagerduty", "circleci", "vercel", "openai", "anthropic", "mistral", "groq", "deepseek", "pinecone", "replicate",
+    "elevenlabs", "postmark", "segment", "mixpanel", "amplitude", "buildkite", "honeycomb", "rollbar", "bugsnag",
+)
+_PROVIDER_ASSIGN = re.compile(
+    r"(?i)(?<![A-Za-z])(?P<provider>" + "|".join(re.escape(p) for p in _PROVIDER_NAMES) + r")(?![a-z])"
+    r"(?P<name>[\w.\-]{0,30}(?:[ \t][\w.\-]{1,20}){0,2})[\"']?[ \t]{0,3}(?:=|:=|=>|:)[ \t]{0,3}[\"'`]?"
+    r"(?P<value>[A-Za-z0-9_\-+/=.]{16,200})(?![A-Za-z0-9_\-+/=.])")
+_ID_WORDS = re.compile(r"(?i)(?:^|[_\-. ])(?:id|ids|sha|commit|release|version|hash|digest|checksum|rev|revision|build|region|"
+                       r"site|url|uri|host|domain|project|org|team|channel|user|username|email|handle|account|env|"
+                       r"environment|name|workspace|app)(?:$|[_\-. ])")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_HEX40 = re.compile(r"[0-9a-fA-F]{40}")
+_ALNUM_SWITCH = re.compile(r"[A-Za-z](?=\d)|\d(?=[A-Za-z])")
+
+# Encoded and high-entropy tokens.
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/=_\-])")
+_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
+_PUBLIC_KEY = re.compile(
+    r"\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
+    r"\s+AAAA[A-Za-z0-9+/]+={0,3}")
 _TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
 _URL = re.compile(r"(?i)\b(?:https?|ftp|wss?)://\S+")
+_LOWER, _UPPER = re.compile(r"[a-z]"), re.compile(r"[A-Z]")
+_HEXISH = re.compile(r"[0-9a-fA-F\-]+")
+
+# Normalisation: characters that hide inside a token without being seen (zero-width, bidi and
+# other format characters, variation selectors, tag characters), spaces that are not U+0020,
+# full-width ASCII.
+_HIDDEN = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+           "\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f")
+_ODD = re.compile(f"[{_HIDDEN}]|[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]|[\uff01-\uff5e]")
+_HIDDEN_CHAR = re.compile(f"[{_HIDDEN}]")
 
 
 def entropy(text: str) -> float:
@@ -211,102 +433,138 @@ def _high_entropy(token: str) -> bool:
     core = token.rstrip("=")
     if len(core) < 32:
         return False
-    if not (re.search(r"[a-z]", core) and re.search(r"[A-Z]", core) and re.search(r"[0-9]", core)):
+    if not (_LOWER.search(core) and _UPPER.search(core) and _DIGIT.search(core)):
         return False
-    if re.fullmatch(r"[0-9a-fA-F\-]+", core):  # hex digests, UUIDs
+    if _HEXISH.fullmatch(core):  # hex digests, UUIDs
         return False
     return entropy(core) >= 4.3
 
 
+# ---------------------------------------------------------------------------------------------
+
 def find_secret(text: str) -> Finding | None:
-    """The first credential-looking span in `text`, or None. Invisible characters are taken
-    out first (a key with a zero-width space in it is still the key); provider formats are
-    also looked for with whitespace removed (a key split over lines) and inside base64."""
-    if _INVISIBLE.search(text):
-        found = _find(_INVISIBLE.sub("", text))
-        return Finding(found.kind, 0, len(text)) if found else None  # spans moved: report the whole text
-    found = _find(text)
-    if found is not None:
+    """The first credential-looking span in `text`, or None (see the module's docstring)."""
+    clean, index = _normalise(text)
+    found = _find(clean) or _split(clean) or _encoded(clean) or _entropy(clean)
+    if found is None or index is None:
         return found
-    return _split_or_encoded(text)
+    return Finding(found.kind, index[found.start], index[found.end - 1] + 1)
 
 
-def _split_or_encoded(text: str) -> Finding | None:
-    """A provider key split by spaces or newlines, or base64-encoded (not a data: URI)."""
-    pieces = list(re.finditer(r"[^ \t\r\n]+", text))
-    for i, piece in enumerate(pieces):
-        start = piece.group(0).lstrip("'\"`(<[{:=")
-        if not (_PREFIX.match(start) or (len(start) < 12 and i + 1 < len(pieces)
-                                         and _PREFIX.match(start + pieces[i + 1].group(0)))):
-            continue  # no provider's key starts here (a cut inside the prefix counts too)
-        for j in range(i + 2, min(i + 6, len(pieces) + 1)):
-            nxt = pieces[j - 1].group(0).rstrip("'\"`)>]},;.")
-            if not _FRAGMENT.match(nxt):
-                break  # a word of prose, not the rest of a key
-            joined = start + "".join(p.group(0) for p in pieces[i + 1:j - 1]) + nxt
-            for kind, pattern in _PROVIDER_RULES:
-                if pattern.search(joined):
-                    return Finding(kind, piece.start(), pieces[j - 1].end())
-    if len(text) >= 20:
-        import base64
-        import binascii
-
-        plain = _DATA_URI.sub(" ", text)
-        for m in _BASE64.finditer(plain):
-            token = m.group(0)
-            try:
-                decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
-            except (binascii.Error, ValueError):
-                continue
-            try:
-                inner = decoded.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            if inner.isprintable() and _find(inner, providers_only=True) is not None:
-                return Finding("encoded_secret", m.start(), m.end())
-    return None
+def _normalise(text: str) -> tuple[str, list[int] | None]:
+    """`text` with invisible characters removed, odd spaces as spaces and full-width ASCII as
+    ASCII, and for each of its characters the index of the character in `text` it came from
+    (None when nothing changed)."""
+    if text.isascii() or not _ODD.search(text):
+        return text, None
+    out: list[str] = []
+    index: list[int] = []
+    last = 0
+    for m in _ODD.finditer(text):
+        i = m.start()
+        out.append(text[last:i])
+        index.extend(range(last, i))
+        c = text[i]
+        if not _HIDDEN_CHAR.match(c):
+            out.append(chr(ord(c) - 0xFEE0) if "\uff01" <= c <= "\uff5e" else " ")
+            index.append(i)
+        last = i + 1
+    out.append(text[last:])
+    index.extend(range(last, len(text)))
+    return "".join(out), index
 
 
-def _find(text: str, providers_only: bool = False) -> Finding | None:
-    for kind, pattern in _PROVIDER_RULES:
-        m = pattern.search(text)
-        if m:
+def _provider(text: str, pos: int = 0, endpos: int | None = None) -> Finding | None:
+    """The first provider-format token in text[pos:endpos]."""
+    end = len(text) if endpos is None else endpos
+    m = _PROVIDERS.search(text, pos, end)
+    while m is not None:
+        kind, _, _, ok = _RULES[int(m.lastgroup[1:])]  # type: ignore[index]
+        if ok(m.group()):
             return Finding(kind, m.start(), m.end())
-    for m in _CONNECTION.finditer(text):
-        pw = m.group("pw")
-        if not _is_placeholder(pw) and len(pw) >= 2:
-            return Finding("connection_string", m.start(), m.end())
-    if providers_only:
-        return None
-    for m in _COMMAND.finditer(text):
-        value = next(v for v in m.groups() if v is not None)
-        if not _is_placeholder(value.strip("'\"")) and not value.startswith(("$", "%")):
-            return Finding("command_password", m.start(), m.end())
-    for m in _BASIC.finditer(text):
-        if not _is_placeholder(m.group("value")):
-            return Finding("basic_auth", m.start(), m.end())
-    for m in _QUERY_SECRET.finditer(text):
-        if not _is_placeholder(m.group("value")):
-            return Finding("secret_assignment", m.start(), m.end())
-    for m in _BEARER.finditer(text):
-        value = m.group("value")
-        if not _is_placeholder(value) and re.search(r"\d", value) and re.search(r"[A-Za-z]", value):
-            return Finding("bearer_token", m.start(), m.end())
-    for m in _ASSIGN.finditer(text):
-        finding = _assignment(m)
-        if finding:
-            return finding
-    public = [(u.start(), u.end()) for pattern in (_URL, _DATA_URI, _PUBLIC_KEY) for u in pattern.finditer(text)]
-    for m in _TOKEN.finditer(text):
-        if any(a <= m.start() < b for a, b in public):  # URLs, data: URIs and public keys are not secrets
-            continue
-        if _high_entropy(m.group(0)):
-            return Finding("high_entropy_token", m.start(), m.end())
+        m = _PROVIDERS.search(text, m.start() + 1, end)
     return None
 
 
-def _assignment(m: re.Match[str]) -> Finding | None:
-    name = m.group("name").lower()
+def _find(text: str, *, decoded: bool = False) -> Finding | None:
+    """Rules 1-4 of the module's docstring."""
+    for run in _RUN.finditer(text):
+        found = _provider(text, run.start(), run.end())
+        if found is not None:
+            return found
+    lower = text.lower()
+    if "----" in text or "putty" in lower:
+        m = _PEM.search(text)
+        if m:
+            return Finding("private_key", m.start(), m.end())
+    if "aws" in lower:
+        m = _AWS_SECRET.search(text)
+        if m:
+            return Finding("aws_secret_key", m.start(), m.end())
+    if "kind:" in lower and "secret" in lower:
+        found = _kubernetes_secret(text)
+        if found is not None:
+            return found
+    if "://" in text:
+        for m in _CONNECTION.finditer(text):
+            pw = m.group("pw")
+            if not _is_placeholder(pw) and len(pw) >= 2:
+                return Finding("connection_string", m.start(), m.end())
+    if any(word in lower for word in _COMMAND_WORDS):
+        for m in _COMMAND.finditer(text):
+            value = next(v for k, v in m.groupdict().items() if k.startswith("p") and v is not None)
+            value = value.strip("'\"")
+            if len(value) >= 2 and not _is_placeholder(value) and not value.startswith(("$", "%", "-", "@", "file:", "env:")):
+                return Finding("command_password", m.start(), m.end())
+    if "basic" in lower:
+        for m in _BASIC.finditer(text):
+            if not _is_placeholder(m.group("value")):
+                return Finding("basic_auth", m.start(), m.end())
+    if "=" in text and ("?" in text or "&" in text):
+        for m in _QUERY_SECRET.finditer(text):
+            if not _is_placeholder(m.group("value")):
+                return Finding("secret_assignment", m.start(), m.end())
+    if "bearer" in lower:
+        for m in _BEARER.finditer(text):
+            value = m.group("value")
+            if not _is_placeholder(value) and _DIGIT.search(value) and re.search(r"[A-Za-z]", value):
+                return Finding("bearer_token", m.start(), m.end())
+    if "<add" in lower:
+        m = _NUGET.search(text)
+        if m and not _is_placeholder(m.group("value")) and not m.group("value").startswith(("%", "$")):
+            return Finding("password_assignment", m.start(), m.end())
+    if any(word in lower for word in ("pass", "pwd", "secret", "key", "token", "credential")):
+        for m in _ASSIGN.finditer(text):
+            found = _assignment(text, m)
+            if found is not None:
+                return found
+    if "=" in text or ":" in text:
+        for m in _PROVIDER_ASSIGN.finditer(text):
+            if _provider_value(m.group("name"), m.group("value")):
+                return Finding("provider_credential", m.start(), m.end())
+    return None
+
+
+def _kubernetes_secret(text: str) -> Finding | None:
+    if not _K8S_KIND.search(text):
+        return None
+    for block in _K8S_DATA.finditer(text):
+        for item in _K8S_ITEM.finditer(block.group("body")):
+            value = item.group("value")
+            if len(value) >= 4 and not _is_placeholder(value):
+                return Finding("kubernetes_secret", block.start(), block.end())
+    return None
+
+
+def _assignment(text: str, m: re.Match[str]) -> Finding | None:
+    # the name: the keyword and the name characters before it (DB_PASSWORD, stripe.api_key)
+    start = m.start()
+    while start > 0 and text[start - 1] in _NAME_CHARS and m.start() - start < 40:
+        start -= 1
+    if start > 0 and (text[start - 1] in _NAME_CHARS or text[start - 1].isalnum()):
+        return None  # a longer word, not a name
+    op_start = m.start("op")
+    name = text[start:op_start].strip("\"'").lower()
     value = m.group("value")
     op = m.group("op").strip().lower()
     quoted = bool(m.group("q"))
@@ -314,20 +572,21 @@ def _assignment(m: re.Match[str]) -> Finding | None:
         return None
     if not quoted and (_REFERENCE.match(value) or value.lower().rstrip(".,;!?") in _PASSWORD_MANAGERS):
         return None  # "the password is in 1Password": where it is kept, not what it is
-    is_password = bool(re.search(r"pass|pwd", name))
+    is_password = "pass" in name or "pwd" in name
     kind = "password_assignment" if is_password else "secret_assignment"
+    found = Finding(kind, start, m.end())
     if op in ("is", "was"):
         # prose: "my password is hunter2" blocks, "the password is stored in Vault" does not
         if not is_password or not _password_like(value):
             return None
-        return Finding(kind, m.start(), m.end())
+        return found
     if op == ":" and not quoted:
         # "secret: the meeting moved" is prose; a YAML/colon value must look like a credential
         if _PROSE_VALUE.match(value) or not _password_like(value):
             return None
         if not is_password and len(value) < 12:
             return None
-        return Finding(kind, m.start(), m.end())
+        return found
     # `=` (code, env files) or a quoted value: any literal counts, but keep prose words out
     if not quoted and _PROSE_VALUE.match(value) and len(value) < 6:
         return None
@@ -335,7 +594,199 @@ def _assignment(m: re.Match[str]) -> Finding | None:
         return None
     if re.fullmatch(r"\d{1,3}", value):
         return None
-    return Finding(kind, m.start(), m.end())
+    return found
+
+
+def _provider_value(name: str, value: str) -> bool:
+    """A provider setting's value that is a key: random-looking, not an id, a URL or a path."""
+    value = value.rstrip(".")
+    if len(value) < 16 or _ID_WORDS.search(name) or _is_placeholder(value) or value.startswith("/"):
+        return False
+    if _UUID.fullmatch(value) or _HEX40.fullmatch(value) or "://" in value:
+        return False
+    if not (_DIGIT.search(value) and re.search(r"[A-Za-z]", value)):
+        return False
+    return len(_ALNUM_SWITCH.findall(value)) >= 4 and _looks_random(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 5: a provider key split by single spaces or line breaks.
+
+_NOT_PLAIN = re.compile(r"(?<!\S)[^\s]*?(?:[0-9_+/=~@|%]|[a-z][A-Z]|[A-Z]{2})\S*")
+_LEAD = "'\"`([{<"
+_TRAIL = "'\"`)]}>,;:.!?"
+
+
+def _gap_before(text: str, start: int) -> int | None:
+    """If a single gap (one space or tab, or one line break with indentation) ends at `start`,
+    the end of the piece before it."""
+    i = start
+    if i > 0 and text[i - 1] in " \t":
+        i -= 1
+        if i > 0 and text[i - 1] not in " \t\r\n":
+            return i
+        while i > 0 and text[i - 1] in " \t":
+            i -= 1
+    if i > 0 and text[i - 1] == "\n":
+        i -= 1
+        if i > 0 and text[i - 1] == "\r":
+            i -= 1
+        if i > 0 and text[i - 1] not in " \t\r\n":
+            return i
+    return None
+
+
+def _gap_after(text: str, end: int) -> int | None:
+    """If a single gap starts at `end`, the start of the piece after it."""
+    n = len(text)
+    i = end
+    if i < n and text[i] in " \t":
+        i += 1
+        if i < n and text[i] not in " \t\r\n":
+            return i
+        if i < n and text[i] not in "\r\n":
+            return None
+    if i < n and text[i] == "\r":
+        i += 1
+    if i < n and text[i] == "\n":
+        i += 1
+        while i < n and text[i] in " \t":
+            i += 1
+        if i < n and text[i] not in " \t\r\n":
+            return i
+    return None
+
+
+def _piece_at(text: str, start: int) -> tuple[int, int]:
+    end = start
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return start, end
+
+
+def _piece_ending(text: str, end: int) -> tuple[int, int]:
+    start = end
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    return start, end
+
+
+def _plain(piece: str) -> bool:
+    return _PLAIN_WORD.fullmatch(piece.strip(_LEAD + _TRAIL)) is not None
+
+
+def _split(text: str) -> Finding | None:
+    """Rule 5: pieces that are not plain words, with at most one plain word on either side,
+    joined across single gaps; a provider rule must match across a gap."""
+    seen = -1
+    for m in _NOT_PLAIN.finditer(text):
+        if m.start() < seen:
+            continue
+        # the chain of pieces around this one: not-plain pieces, then one plain piece at each end
+        pieces = [(m.start(), m.end())]
+        while len(pieces) < 6:
+            before = _gap_before(text, pieces[0][0])
+            if before is None:
+                break
+            piece = _piece_ending(text, before)
+            pieces.insert(0, piece)
+            if _plain(text[piece[0]:piece[1]]):
+                break
+        while len(pieces) < 12:
+            after = _gap_after(text, pieces[-1][1])
+            if after is None:
+                break
+            piece = _piece_at(text, after)
+            pieces.append(piece)
+            if _plain(text[piece[0]:piece[1]]):
+                break
+        seen = pieces[-1][1]
+        if len(pieces) < 2 or sum(b - a for a, b in pieces) < 20:
+            continue
+        found = _split_chain(text, pieces)
+        if found is not None:
+            return found
+    return None
+
+
+def _split_chain(text: str, pieces: list[tuple[int, int]]) -> Finding | None:
+    for i in range(len(pieces) - 1):
+        joined = text[pieces[i][0]:pieces[i][1]]
+        offsets = [0]
+        for k in range(i + 1, min(i + 6, len(pieces))):
+            offsets.append(len(joined))
+            joined += text[pieces[k][0]:pieces[k][1]]
+            if len(joined) < 20:
+                continue
+            found = _provider(joined)
+            while found is not None and not (found.start < offsets[1] and found.end > offsets[-1]):
+                # only a key that starts in the first piece and ends in the last one is new here
+                nxt = found.start + 1
+                found = _provider(joined, nxt) if nxt < len(joined) else None
+            if found is not None:
+                return Finding(found.kind, _joined_to_text(found.start, offsets, pieces[i:]),
+                               _joined_to_text(found.end - 1, offsets, pieces[i:]) + 1)
+    return None
+
+
+def _joined_to_text(pos: int, offsets: list[int], pieces: list[tuple[int, int]]) -> int:
+    k = max(j for j, off in enumerate(offsets) if off <= pos)
+    return pieces[k][0] + pos - offsets[k]
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules 6 and 7.
+
+def _public_spans(text: str) -> list[tuple[int, int]]:
+    return [(u.start(), u.end()) for pattern in (_URL, _DATA_URI, _PUBLIC_KEY) for u in pattern.finditer(text)]
+
+
+def _encoded(text: str, depth: int = 0) -> Finding | None:
+    """Rule 6: base64 or base64url that decodes to text holding a credential."""
+    spans: list[tuple[int, int]] | None = None
+    for run in _RUN.finditer(text):
+        for m in _BASE64.finditer(text, run.start(), run.end()):
+            token = m.group(0)
+            if spans is None:
+                spans = [(d.start(), d.end()) for d in _DATA_URI.finditer(text)] if "base64," in text else []
+            if any(a <= m.start() < b for a, b in spans):
+                continue
+            inner = _decode(token)
+            if inner is None:
+                continue
+            if _find(inner) is not None or (depth < 1 and _encoded(inner, depth + 1) is not None):
+                return Finding("encoded_secret", m.start(), m.end())
+    return None
+
+
+def _decode(token: str) -> str | None:
+    core = token.rstrip("=")
+    if len(core) % 4 == 1:
+        return None
+    try:
+        raw = base64.b64decode(core + "=" * (-len(core) % 4), altchars=b"-_" if ("-" in core or "_" in core) else None,
+                               validate=True)
+        inner = raw.decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    return inner if inner.isprintable() or all(c.isprintable() or c in "\n\r\t" for c in inner) else None
+
+
+def _entropy(text: str) -> Finding | None:
+    """Rule 7: a high-entropy token that is not part of a URL, a data: URI or a public key."""
+    public: list[tuple[int, int]] | None = None
+    for run in _RUN.finditer(text):
+        if run.end() - run.start() < 32:
+            continue
+        for m in _TOKEN.finditer(text, run.start(), run.end()):
+            if not _high_entropy(m.group(0)):
+                continue
+            if public is None:
+                public = _public_spans(text)
+            if any(a <= m.start() < b for a, b in public):  # URLs, data: URIs and public keys are not secrets
+                continue
+            return Finding("high_entropy_token", m.start(), m.end())
+    return None
 
 
 def check(text: str) -> None:

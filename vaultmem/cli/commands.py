@@ -526,7 +526,7 @@ def gc(apply: bool, delete: bool, limit: int | None, vault: str | None, as_json:
 
 def _echo_moves(result: dict[str, Any]) -> None:
     """What a command that moves memories did besides: skips, free names, rewritten links."""
-    for item in result["skipped"]:
+    for item in result.get("skipped", []):
         click.echo(f"skipped {item['path']}: {item['reason']}")
     for item in result.get("renamed", []):
         click.echo(f"renamed {item['from']} -> {item['path']}: the name was taken")
@@ -843,6 +843,7 @@ def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_t
         click.echo(f"Popular promoted:     {report['popularPromoted']}")
         click.echo(f"Stale demoted:        {report['staleDemoted']}")
         click.echo(f"Processed {report['processedCount']} memories in {report['durationMs']}ms")
+        _echo_moves(report)
         return
     result = _store(vault).consolidate(cluster_id=cluster_id, mode=mode, auto_detect=auto_detect,
                                        cohesion_threshold=cohesion_threshold, threshold=threshold,
@@ -859,6 +860,7 @@ def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_t
     if mode == "apply":
         for item in result.get("results", []):
             click.echo(f"{item['cluster_id']}: new memory {item['new_path']}, archived {item['archived_count']}")
+        _echo_moves(result)
 
 
 @click.group()
@@ -920,6 +922,7 @@ def pipeline_apply_review(file: str | None, vault: str | None, as_json: bool) ->
             click.echo(f"applied {item['action']}: {', '.join(i[:8] for i in item['memory_ids'])}")
         for item in result["failed"]:
             click.echo(f"failed {item['action']}: {item['error']}")
+        _echo_moves(result)
         click.echo(result["message"])
     if result["failed"]:
         sys.exit(1)

@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +58,9 @@ Progress = Callable[[Iterable[str], int], Iterator[str]]
 
 
 
-def _unwrap_reference(ref: str) -> str:
+def _unwrap_reference(ref: str) -> tuple[str, bool]:
     """A memory named the way a person pastes it: `[[name]]`, `[[name|shown]]`,
-    `[[folder/name#Heading]]`, or in quotes, as the bare name."""
+    `[[folder/name#Heading]]`, or in quotes, as the bare name; and whether it was a link."""
     ref = ref.strip()
     if len(ref) > 1 and ref[0] == ref[-1] and ref[0] in "\"'":
         ref = ref[1:-1].strip()
@@ -69,8 +69,10 @@ def _unwrap_reference(ref: str) -> str:
         from vaultmem.storage.links import split_inner
 
         target = split_inner(match.group(1))[0]
-        ref = target or ref
-    return ref
+        if target:
+            return target, True
+    return ref, False
+
 
 CAS_ATTEMPTS = 5  # re-reads when a person saves the note while vaultmem writes it
 
@@ -315,26 +317,26 @@ class Memories:
         raise VaultmemError(f"template {name}.md is missing from {TEMPLATE_DIR}; reinstall vaultmem")
 
     def resolve(self, ref: str, kinds: Sequence[str] = ("memory",)) -> Record:
-        """A memory by full id, 8-char short id, file name (with or without .md) or path."""
+        """A memory named the way a person names it: full id, 8-char short id, or a name as
+        Obsidian resolves a link to it (`links.Resolver`'s rule: a path, a path's tail, a file
+        name, an alias; `.md`, case and Unicode normalisation aside), typed bare, quoted or
+        pasted as `[[name|shown]]` / `[[folder/name#Heading]]`; failing that, the title a
+        memory's file name shows without its `-<id8>` suffix (`pool settings` ->
+        `pool-settings-4d5e6f70.md`). Several matches at the first rule that matches: Ambiguous."""
         ref = (ref or "").strip()
         if not ref:
             raise InvalidInput("memory id is empty; pass an id, an 8-char short id or a file name")
         if "\x00" in ref or len(ref) > 512:
             raise InvalidInput("memory id is not valid; pass an id, an 8-char short id or a file name")
         kind_sql = f"kind IN ({','.join('?' * len(kinds))})"
-        ref = _unwrap_reference(ref)
+        ref, pasted = _unwrap_reference(ref)
+        found: list[Record] = []
         if _UUID.match(ref):
             found = self.index.records(f"{kind_sql} AND id = ?", [*kinds, ref.lower()])
         elif _SHORT_ID.match(ref):
             found = self.index.records(f"{kind_sql} AND id LIKE ?", [*kinds, ref.lower() + "%"])
-        else:
-            name = ref[:-3] if ref.lower().endswith(".md") else ref
-            if "/" in name:
-                found = self.index.records(f"{kind_sql} AND path = ?", [*kinds, name + ".md"])
-            else:
-                found = self.index.records(f"{kind_sql} AND lower(title) = ?", [*kinds, name.lower()])
-            if not found:
-                found = self._by_alias_or_title(name, kind_sql, kinds)
+        if not found:  # a name (a note may also be named like an id)
+            found = self._by_name(ref, kinds, pasted)
         if not found:
             raise NotFound(f"no memory matches {ref!r}; check the id with `vaultmem search`")
         if len(found) > 1:
@@ -342,20 +344,50 @@ class Memories:
             raise Ambiguous(f"{ref!r} matches {len(found)} notes ({paths}); use the full id or path")
         return found[0]
 
-    def _by_alias_or_title(self, name: str, kind_sql: str, kinds: Sequence[str]) -> list[Record]:
-        """What Obsidian would also accept for a note: one of its `aliases`, or the title a
-        memory's file name shows without its `-<id8>` suffix (`pool settings` ->
-        `pool-settings-4d5e6f70.md`)."""
-        from vaultmem.storage.links import _fold
+    def _by_name(self, name: str, kinds: Sequence[str], pasted: bool) -> list[Record]:
+        """The notes of `kinds` a link to `name` reaches, by the rule backlinks and the graph
+        resolve links with; then the title rule. A typed name passes over a person's note of that
+        name to a memory with it as alias; a pasted `[[link]]` means what it means in Obsidian,
+        so one that reaches a note of another kind (a person's note) is NotFound."""
+        from vaultmem.storage import links as linkmod
 
-        paths = [p for (p,) in self.index.db.execute("SELECT path FROM aliases WHERE alias = ?", (_fold(name),))]
-        if paths:
-            found = list(self.index.by_paths(paths).values())
-            found = [r for r in found if r.kind in kinds]
+        key = linkmod.target_key(name)
+        last = key.rsplit("/", 1)[-1]
+        if not last:
+            return []
+        db = self.index.db
+        if last.isascii():  # SQLite's LIKE ignores ASCII case only, which is all an ASCII name needs
+            like = last.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ".md"
+            rows = db.execute("SELECT path FROM notes WHERE path LIKE ? ESCAPE '\\' OR path LIKE ? ESCAPE '\\'",
+                              (like, "%/" + like))
+        else:
+            rows = db.execute("SELECT path FROM notes")
+        named = [p for (p,) in rows if linkmod.target_key(p.rsplit("/", 1)[-1]) == last]
+        resolver = linkmod.Resolver(named, db.execute("SELECT path, alias FROM aliases WHERE alias = ?", (key,)))
+        # Resolver.resolve's tiers in its order, keeping every candidate of a tier (it picks the
+        # one nearest to the linking note; a name typed on its own has no such note)
+        if "/" in key:
+            hit = resolver.by_path.get(key)
+            tiers = [[hit] if hit else [p for p in resolver.by_name.get(last, ())
+                                        if linkmod.target_key(p).endswith("/" + key)]]
+        else:
+            tiers = [resolver.by_name.get(key, []), resolver.by_alias.get(key, [])]
+        for tier in tiers:
+            if not tier:
+                continue
+            found = [r for r in self.index.by_paths(tier).values() if r.kind in kinds]
             if found:
-                return found
+                return sorted(found, key=lambda r: r.path)
+            if pasted:  # the link leads where Obsidian would go, and that is no memory
+                raise NotFound(f"[[{name}]] links to {sorted(tier)[0]}, which is not a memory; "
+                               "check the name with `vaultmem search`")
+        return self._by_title(name, kinds)
+
+    def _by_title(self, name: str, kinds: Sequence[str]) -> list[Record]:
+        """Memories whose file name is `name` as a slug plus the `-<id8>` suffix vaultmem adds
+        (`pool settings`, `Pool Settings` -> `pool-settings-4d5e6f70.md`)."""
         slug = notes.slugify(name, max_words=50, max_chars=200)
-        rows = self.index.records(f"{kind_sql} AND lower(title) LIKE ? ESCAPE '\\'",
+        rows = self.index.records(f"kind IN ({','.join('?' * len(kinds))}) AND lower(title) LIKE ? ESCAPE '\\'",
                                   [*kinds, slug.replace("_", "\\_").replace("%", "\\%") + "-%"])
         return [r for r in rows if re.fullmatch(re.escape(slug) + r"-[0-9a-f]{8}", r.title.lower())]
 
@@ -709,7 +741,8 @@ class Memories:
         """Move a memory into the folder of `status`, keeping its subfolder (`stm/work/x.md` ->
         `ltm/work/x.md`), set `changes` on it (byte-exact; values the person wrote that vaultmem
         does not understand stay), and rewrite the path links to it in other notes, as Obsidian
-        does. A name taken in the destination gives the note a free name (`<stem>-<id8>.md`).
+        does. A name taken in the destination gives the note a free name (`<stem>-<id8>.md`);
+        then the links by its old name that resolved to it follow it too.
 
         Returns {"path", "from", "renamed_to" (None or the new file name), "links_rewritten":
         [{"path", "line", "old", "new"}]}.
@@ -721,7 +754,7 @@ class Memories:
             here = self.vault.status_of(rel)
             sub = rel[len(folders[here]) + 1:] if here else rel.rsplit("/", 1)[-1]
             dst = f"{folders[status]}/{sub}"
-            sources: list[str] = []
+            sources: dict[str, set[str]] = {}
             rec = self.index.get(rel)
             if rec is not None and rec.id:
                 # an id derived from the file name (a note the person wrote without one) is
@@ -731,8 +764,10 @@ class Memories:
                 moved, renamed = rel, None
             else:
                 dst, renamed = self._free_name(dst, (rec.id or "") if rec else "")
-                sources = [src for (src,) in self.index.db.execute(
-                    "SELECT DISTINCT src FROM links WHERE dst = ? AND src != ?", (rel, rel))]
+                # which links point at the note: the keys (as written) that resolved to it, per note
+                for src, key in self.index.db.execute(
+                        "SELECT src, target_key FROM links WHERE dst = ? AND src != ?", (rel, rel)):
+                    sources.setdefault(src, set()).add(key)
                 self.vault.move_to(rel, dst)
                 moved = dst
                 self.index.refresh([moved], removed=[rel])
@@ -755,15 +790,17 @@ class Memories:
                 return candidate, candidate.rsplit("/", 1)[1]
         raise VaultmemError(f"cannot find a free name for {name} in {folder}/; rename the notes there")
 
-    def _relink(self, old: str, new: str, sources: Sequence[str]) -> list[dict[str, Any]]:
-        """Rewrite links written as paths to `old` so they point at `new` (the caller holds the
-        lock): in each source, only the link target's characters change; the moved note's own
-        relative markdown links are recomputed for its new folder."""
+    def _relink(self, old: str, new: str, sources: Mapping[str, Collection[str]]) -> list[dict[str, Any]]:
+        """Point the links that resolved to `old` at `new` (the caller holds the lock): those
+        written as paths, and those by name when the name changed (`links.retarget`).
+        `sources` maps each note to the target keys of its links that resolved to `old`; in
+        each, only the link target's characters change. The moved note's own relative markdown
+        links are recomputed for its new folder (`links.refolder`)."""
         from vaultmem.storage import links as linkmod
 
         edits: list[dict[str, Any]] = []
         touched: list[str] = []
-        jobs = [(src, old, new) for src in sources if src != new]
+        jobs = [(src, old, new) for src in sorted(sources) if src != new]
         if old.rsplit("/", 1)[0] != new.rsplit("/", 1)[0]:
             jobs.append((new, "", ""))  # the moved note's relative links
         for src, target_old, target_new in jobs:
@@ -781,9 +818,9 @@ class Memories:
                 offset = split.head.count("\n")
                 found = linkmod.note_links(split.frontmatter, props, split.body, offset, src)
                 if target_old:
-                    new_text, changed = linkmod.retarget(text, found, src, target_old, target_new)
+                    new_text, changed = linkmod.retarget(text, found, src, target_old, target_new, sources[src])
                 else:
-                    new_text, changed = linkmod.refolder(text, found, old, new)
+                    new_text, changed = linkmod.refolder(text, found, old, new, self._exists)
                 if not changed:
                     break
                 if self.vault.replace_if_unchanged(path, text, stamp, new_text):
@@ -793,6 +830,13 @@ class Memories:
         if touched:
             self.index.refresh(touched)
         return edits
+
+    def _exists(self, rel: str) -> bool:
+        """True when a file (a note or an attachment) is at this vault-relative path."""
+        try:
+            return self.vault.abs(rel).is_file()
+        except (VaultmemError, OSError):  # a path the vault refuses (a symlink out of it) is none of it
+            return False
 
     # -- live indexing (the watcher) -----------------------------------------------------------
     root = property(lambda self: self.vault.root, doc="The vault folder.")

@@ -669,6 +669,8 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
     pairs = similar_pairs(vecs, CONTRADICTION_BAND[0])
     pairs.sort(key=lambda p: (-p[2], recs[p[0]].id or "", recs[p[1]].id or ""))
     contradictions, merged = [], []
+    moves: list[dict[str, Any]] = []  # memories archived or demoted, with the links rewritten for them
+    promotions: list[dict[str, Any]] = []  # lifecycle.promote's results (their own links_rewritten)
     consumed: set[int] = set()
     for i, j, s in pairs:
         a, b = recs[i], recs[j]
@@ -681,7 +683,7 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
             continue
         if s >= NEAR_DUPLICATE and i not in consumed and j not in consumed:
             keep, drop = sorted((a, b), key=lambda r: (-r.use_count, r.created or 0.0, r.id or ""))
-            merged.append(absorb(store, keep, drop, now, s))
+            merged.append(absorb(store, keep, drop, now, s, moves))
             consumed.update((i, j))
     promoted, demoted = [], []
     for n, rec in enumerate(recs):
@@ -691,6 +693,7 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
         if cur.status == "active" and cur.use_count > POPULAR_USES:
             # Mnemosyne promotes on popularity alone, so the lifecycle criteria are forced
             result = lifecycle.promote(store, cur.id, apply=True, force=True)
+            promotions.append(result)
             if result["promoted_count"] == 1:
                 moved = store.resolve(cur.id or "")
                 store.modify(moved, lambda _c: {"memory_type": "core"})  # the seed: core, immune to decay
@@ -700,11 +703,15 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
         critical = str(cur.props.get("urgency") or "").lower() == "critical"  # never stale, however quiet
         if idle >= STALE_DAYS and not cur.pinned and not critical and store.score_of(cur, now) < STALE_IMPORTANCE:
             if cur.status == "promoted":
-                path = move_record(store, cur, "active", {"demoted_at": now})
+                path = move_record(store, cur, "active", {"demoted_at": now}, moves)
                 demoted.append({"memory_id": cur.id, "vault_path": path, "action": "moved to short-term"})
             elif cur.strength > 1.0:
                 store.modify(cur, lambda c: {"strength": round(max(1.0, c.strength - 0.1), 3), "demoted_at": now})
                 demoted.append({"memory_id": cur.id, "vault_path": cur.path, "action": "strength lowered"})
+    report = lifecycle.move_report(moves)
+    for result in promotions:
+        report["links_rewritten"] += result["links_rewritten"]
+        report["renamed"] += result["renamed"]
     return {
         "success": True,
         "contradictions": len(contradictions),
@@ -717,11 +724,14 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
         "merged": merged,
         "promoted": promoted,
         "demoted": demoted,
+        **report,
     }
 
 
-def absorb(store: Memories, keep: Record, drop: Record, now: dt.datetime, similarity_: float) -> dict[str, Any]:
-    """Near-duplicate merge: `keep` takes `drop`'s metadata, `drop` is archived."""
+def absorb(store: Memories, keep: Record, drop: Record, now: dt.datetime, similarity_: float,
+           moves: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Near-duplicate merge: `keep` takes `drop`'s metadata, `drop` is archived (its move is
+    added to `moves`)."""
     with store.vault.lock():
         other = _current(store, drop)
 
@@ -738,5 +748,5 @@ def absorb(store: Memories, keep: Record, drop: Record, now: dt.datetime, simila
 
         kept = store.modify(_current(store, keep), change)
         relate(store, kept, other, "consolidated_from")
-        path = archive_record(store, other, now, {"consolidated_into": f"[[{_stem(kept.path)}]]"})
+        path = archive_record(store, other, now, {"consolidated_into": f"[[{_stem(kept.path)}]]"}, moves)
     return {"kept_id": keep.id, "archived_id": drop.id, "archived_path": path, "similarity": round(similarity_, 4)}

@@ -222,7 +222,7 @@ def open_memories(store: Memories, refs: Sequence[str] | str, *, include_relatio
         item = store.memory_dict(rec, now)
         for key in ("promoted_at", "promoted_to"):
             value = rec.props.get(key)
-            when = parse_time(value) if key == "promoted_at" else None
+            when = parse_time(value, store.settings.naive_zone) if key == "promoted_at" else None
             item.setdefault(key, format_time(when) if when else value)
         if not include_scores:
             item.pop("score", None)

@@ -3,7 +3,8 @@
 Selection always runs on the index catalog (no file is read to find candidates); every
 change re-reads its note under the vault lock right before acting, so an edit a person
 made in Obsidian between a preview and an apply is re-evaluated and never clobbered.
-Notes move between folders with their file name unchanged, so wikilinks keep resolving.
+Notes move through `Memories.move_memory`: subfolder and file name kept (a free name on a
+clash), links written as paths to them rewritten and listed in the result (`links_rewritten`).
 """
 
 from __future__ import annotations

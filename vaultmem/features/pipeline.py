@@ -333,7 +333,8 @@ def apply_action(store: Memories, action: str, ids: Sequence[str]) -> dict[str, 
         sims = [C.similarity(vectors[a.id], vectors[b.id]) for n, a in enumerate(recs) for b in recs[n + 1:]]
         result = C.merge_records(store, recs, round(sum(sims) / len(sims), 4))
         return {"action": action, "memory_ids": list(ids), "new_memory_id": result["new_memory_id"],
-                "archived_count": result["archived_count"]}
+                "archived_count": result["archived_count"], "links_rewritten": result["links_rewritten"],
+                "renamed": result["renamed"]}
     rec = store.resolve(ids[0])
     if action == "promote":
         if rec.status != "active":
@@ -342,13 +343,15 @@ def apply_action(store: Memories, action: str, ids: Sequence[str]) -> dict[str, 
         result = lifecycle.promote(store, rec.id, apply=True, force=True)
         if result["promoted_count"] != 1:
             raise VaultmemError(result["skipped"][0]["reason"] if result["skipped"] else result["message"])
-        return {"action": action, "memory_ids": list(ids), "vault_path": store.resolve(rec.id or "").path}
+        return {"action": action, "memory_ids": list(ids), "vault_path": store.resolve(rec.id or "").path,
+                "links_rewritten": result["links_rewritten"], "renamed": result["renamed"]}
     if action == "touch":
         result = store.touch(rec.id or rec.path)
         return {"action": action, "memory_ids": list(ids), "new_score": result["new_score"]}
     if action == "archive":
-        path = C.archive_record(store, rec, now, {"archived_reason": "review"})
-        return {"action": action, "memory_ids": list(ids), "vault_path": path}
+        moves: list[dict[str, Any]] = []
+        path = C.archive_record(store, rec, now, {"archived_reason": "review"}, moves)
+        return {"action": action, "memory_ids": list(ids), "vault_path": path, **lifecycle.move_report(moves)}
     if action == "relate":
         other = store.resolve(ids[1])
         created = C.relate(store, rec, other, "related") + C.relate(store, other, rec, "related")
@@ -402,6 +405,8 @@ def apply_review(store: Memories, file: str | None = None) -> dict[str, Any]:
                 _mark(store, rel, key, "-failed", f"⚠️ {exc}")
     return {"success": not failed, "files": files, "applied": applied, "failed": failed,
             "unticked": unticked, "already_done": done,
+            "links_rewritten": [e for item in applied for e in item.get("links_rewritten", [])],
+            "renamed": [e for item in applied for e in item.get("renamed", [])],
             "message": f"Applied {len(applied)} approved proposals ({len(failed)} failed, {unticked} unticked)"}
 
 

@@ -35,15 +35,19 @@ PageSize = Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description="Items per p
 PreviewLength = Annotated[int, Field(ge=0, le=MAX_PREVIEW,
                                      description="Content preview length (default 300, 0 = full content).")] | None
 MemoryRef = Annotated[str, Field(min_length=1, max_length=255,
-                                 description="Memory id: UUID, 8-char short id or note file name.")]
+                                 description="Memory id: UUID, 8-char short id, note file name or path, alias, "
+                                             "or a pasted link such as [[name]] or [[folder/name|shown]].")]
 
-_BAD_NAME = re.compile(r"[/\\\x00-\x1f]")
+_BAD_NAME = re.compile(r"[\\\x00-\x1f]")
+# inside the vault only: no absolute path, no `..` or dot-folder step, also inside a pasted [[link]]
+_OUTSIDE = re.compile(r"^!?(?:\[\[)?[\s\"']*[/.]|/\.")
 
 
 def check_ref(param: str, value: str) -> str:
-    """A UUID, an 8-char short id or a note file name; never a path outside the vault."""
+    """A UUID, an 8-char short id, a note's name, path or alias, or a pasted `[[link]]` to it
+    (resolved from the index, never opened as a path); never a path outside the vault."""
     ref = value.strip() if isinstance(value, str) else ""
-    if not ref or len(ref) > 255 or _BAD_NAME.search(ref) or ref.startswith("."):
+    if not ref or len(ref) > 255 or _BAD_NAME.search(ref) or _OUTSIDE.search(ref):
         raise InvalidInput(f"{param} must be a UUID, an 8-char short id or a note file name, got {value!r}")
     return ref
 

@@ -30,9 +30,10 @@ from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
 from vaultmem.storage.vault import Vault, is_conflict_copy
 
-SCHEMA_VERSION = 8  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
+SCHEMA_VERSION = 9  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
 # (forget.py); 6: kind "conflict" for sync-conflict copies (reliability); 8: markdown links, inline and
-# parent tags in the tags field, YAML 1.2 (citizenship)
+# parent tags in the tags field, YAML 1.2 (citizenship); 9: markdown links in Obsidian's shortest and
+# absolute formats (`Note.md`, `Folder/Note.md`) kept as written and resolved like wikilinks
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
 PROPS_BOOST = 1.0
@@ -320,8 +321,9 @@ def _document(rec: Record) -> dict[str, Any]:
         "status": rec.status or "",
         "title": title_terms(rec),
         "content": text,
-        # inline `#tags` of the text count too, and a nested tag's parents (`infra` finds `infra/db`)
-        "tags": ",".join(notes.with_parents([*rec.tags, *notes.inline_tags(rec.content)])),
+        # inline `#tags` of the whole text count too (a person's note's, not only its preview's),
+        # and a nested tag's parents (`infra` finds `infra/db`)
+        "tags": ",".join(notes.with_parents([*rec.tags, *notes.inline_tags(text)])),
         "entities": " ".join(rec.entities),
         "props": property_terms(rec),
     }
@@ -424,6 +426,8 @@ class Index:
         if not self._ready():
             return self.rebuild(progress)
         try:
+            if self._zone_changed():  # the catalog's times were read in another zone: read them again
+                return self.rebuild(progress)
             on_disk = self.vault.scan()
             new, changed, removed = self.diff(on_disk)
         except sqlite3.DatabaseError:
@@ -444,6 +448,18 @@ class Index:
                 return self._rebuild_locked(progress)
             report.added, report.updated, report.removed = len(new), len(changed), len(removed)
         return report
+
+    def _zone_changed(self) -> bool:
+        """True when the catalog read times without a zone in another zone than the settings'
+        now (`timezone` changed, or the machine's zone while it is empty)."""
+        db = self.db
+        row = db.execute("SELECT value FROM meta WHERE key = 'naive_zone'").fetchone()
+        current = zone_key(self.vault.settings)
+        if row is None:  # an index built before the zone was recorded
+            with db:
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('naive_zone', ?)", (current,))
+            return False
+        return bool(row[0] != current)
 
     def remove_leftovers(self) -> list[str]:
         """Clean up after killed processes: stale temp files the last scan met, a half-built index."""
@@ -550,6 +566,7 @@ class Index:
         with db:
             db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
             linkmod.store_links(db, [], parsed, full=True)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('naive_zone', ?)", (zone_key(self.vault.settings),))
         db.close()
         self.close()
         if self.dir.exists():
@@ -710,7 +727,7 @@ class Index:
         if statuses:
             filters.append(("status", tuple(statuses)))
         if tags:
-            filters.append(("tags", tuple(t.lower() for t in tags)))
+            filters.append(("tags", tuple(t.lower().strip("#/") for t in tags)))  # as notes.tag_matches
         key = repr(filters)
         allowed: set[int] | None = self._allowed_cache.get(key)
         if allowed is None:
@@ -772,6 +789,15 @@ def _read_chunk(job: tuple[Path, Any, list[tuple[str, tuple[int, int]]]]) -> lis
     root, settings, items = job
     vault = Vault(root, settings)
     return [read_record(vault, rel, fp) for rel, fp in items]
+
+
+def zone_key(settings: Any) -> str:
+    """Which zone times without one are read in: the `timezone` setting, or this machine's."""
+    if settings.timezone:
+        return str(settings.timezone)
+    import time
+
+    return f"local {time.tzname[0]}/{time.tzname[1]} {time.timezone} {time.altzone}"
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -1,7 +1,10 @@
-"""Wikilinks, typed relations and Obsidian-style link resolution.
+"""Wikilinks, markdown links, typed relations and Obsidian-style link resolution.
 
 Parsing uses markdown-it-py with one extra inline rule (`wikilink`), so code spans, fenced
-and indented code and escaped `\\[[...]]` are skipped exactly as Obsidian renders them.
+and indented code and escaped `\\[[...]]` are skipped exactly as Obsidian renders them;
+markdown links `[text](../Note.md)` come from markdown-it's own link and image rules (see
+`vault_path_of` for how their targets are read). When a note moves, `retarget` and
+`refolder` rewrite the links to it and its own relative links, byte-exactly.
 
 Typed relations are Dataview inline fields on one line inside a note's `## Relations`
 section; the relation's strength and metadata are parenthesised inline fields after the link:
@@ -21,7 +24,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from vaultmem.base.errors import InvalidInput
@@ -163,21 +166,59 @@ def markdown_target(source: str) -> str | None:
 
 
 def vault_path_of(raw: str, source: str) -> str | None:
-    """A markdown link's note path in the vault: relative to the source note's folder, or from
-    the vault root with a leading `/`; None for a URL or a path leading out of the vault."""
+    """A markdown link's note path: from the vault root with a leading `/`; relative to the
+    source note's folder with `./` or `../`; a plain `Note.md` or `Folder/Note.md` as written,
+    as Obsidian's "shortest" and "absolute" link formats write it (the resolver tries it as a
+    vault path, then by name nearest the source, which also finds `Note.md` beside the source).
+    None for a URL, a `#heading` of the note itself, a path leading out of the vault, or a
+    file that is neither a note nor an attachment (`notes.txt`, `script.py`)."""
     import posixpath
-    from urllib.parse import unquote
 
-    if not raw or _SCHEME.match(raw) or raw.startswith("#"):
+    if not raw or _SCHEME.match(raw) or raw.startswith(("#", "//")):
         return None
-    target = unquote(raw.partition("#")[0]).replace("\\", "/")
+    target = _decoded(raw)
     if target.startswith("/"):
         joined = target.lstrip("/")
+    elif target.startswith(("./", "../")) or target in (".", ".."):
+        joined = relative_path_of(raw, source) or ""
     else:
-        folder = source.rsplit("/", 1)[0] if "/" in source else ""
-        joined = posixpath.join(folder, target)
-    normal = posixpath.normpath(joined)
-    return None if normal in (".", "") or normal.startswith("../") or normal == ".." else normal
+        joined = target
+    normal = posixpath.normpath(joined) if joined else ""
+    if normal.startswith("../"):  # `a/../../b.md`: written plain, but relative all the same
+        normal = relative_path_of(raw, source) or ""
+    if normal in (".", "", "..") or normal.startswith("../") or not _linkable(normal):
+        return None
+    return normal
+
+
+def relative_path_of(raw: str, source: str) -> str | None:
+    """The vault path a markdown link's target names read relative to `source`'s folder (what
+    Obsidian's "relative path" format writes), or None when it leads out of the vault."""
+    import posixpath
+
+    folder = source.rsplit("/", 1)[0] if "/" in source else ""
+    normal = posixpath.normpath(posixpath.join(folder, _decoded(raw).lstrip("/")))
+    return None if normal in (".", "", "..") or normal.startswith("../") else normal
+
+
+def _decoded(raw: str) -> str:
+    """A markdown link target's path part: percent-escapes decoded, `\\` as `/`, no `#heading`."""
+    from urllib.parse import unquote
+
+    return unquote(raw.partition("#")[0]).replace("\\", "/")
+
+
+_OTHER_EXTENSION = re.compile(r"[a-z][a-z0-9]{0,7}")
+
+
+def _linkable(path: str) -> bool:
+    """A note (no extension, `.md`, or a dotted name such as `Release v1.2`) or an attachment;
+    not another kind of file (`notes.txt`, `page.html`, `example.com`), which is no note."""
+    name = path.rsplit("/", 1)[-1]
+    if "." not in name:
+        return True
+    ext = name.rsplit(".", 1)[1].lower()
+    return ext == "md" or ext in ATTACHMENT_EXTENSIONS or not _OTHER_EXTENSION.fullmatch(ext)
 
 
 def split_inner(inner: str) -> tuple[str, str, str]:
@@ -207,23 +248,21 @@ def parse_links(body: str, line_offset: int = 0, source: str = "") -> list[Link]
         if token.type != "inline" or not token.children:
             continue
         first_line = (token.map[0] if token.map else 0) + 1 + line_offset
-        for child in token.children:
-            if child.type in ("link_open", "image") and child.meta and "source" in child.meta:
+        wiki: list[Link] = []
+        found = []
+        for child in token.children:  # in reading order, wikilinks and markdown links alike
+            if child.type == "wikilink":
+                target, subpath, alias = split_inner(child.content)
+                wiki.append(Link(target=target, subpath=subpath, alias=alias, embed=child.meta["embed"],
+                                 line=first_line + child.meta["nl"]))
+                found.append(child)
+                links.append(wiki[-1])
+            elif child.type in ("link_open", "image") and child.meta and "source" in child.meta:
                 link = _markdown_link(child, source, first_line)
                 if link is not None:
                     links.append(link)
-        found = [c for c in token.children if c.type == "wikilink"]
-        if not found:
-            continue
-        source_lines = token.content.split("\n")
-        wiki = []
-        for child in found:
-            target, subpath, alias = split_inner(child.content)
-            wiki.append(Link(target=target, subpath=subpath, alias=alias, embed=child.meta["embed"],
-                             line=first_line + child.meta["nl"]))
-        links.extend(wiki)
-        if in_relations:
-            _apply_fields(wiki, found, source_lines)
+        if wiki and in_relations:
+            _apply_fields(wiki, found, token.content.split("\n"))
     return links
 
 
@@ -402,92 +441,175 @@ def _lines(text: str) -> list[str]:
     return re.split(r"(?<=\n)", text)
 
 
-def _md_raw(new_path: str, raw: str, source_folder: str, angle: bool) -> str:
-    """A markdown link target for `new_path` in the form `raw` was written in: from the root
-    (`/x.md`) or relative, with or without `.md`, percent-encoded if it was, same `#heading`."""
+def _noext(path: str) -> str:
+    return path[:-3] if path.lower().endswith(".md") else path
+
+
+def _folder(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+def _encode_like(path: str, original: str, angle: bool) -> str:
+    """`path` percent-encoded as `original` was: the characters it wrote as escapes (and then
+    spaces and `%` too) are escaped again, nothing else; a space is always escaped outside
+    `<...>` (a link target cannot hold one)."""
+    from urllib.parse import quote, unquote
+
+    escaped: set[str] = set()
+    for match in _ESCAPES.finditer(original):
+        escaped.update(unquote(match.group(0)))
+    if escaped:
+        escaped.update(" %")
+    if not angle:
+        escaped.add(" ")
+    return "".join(quote(c, safe="") if c in escaped else c for c in path)
+
+
+def _md_written(raw: str, angle: bool, target: str, form: str, folder: str) -> str:
+    """The markdown link target `raw` rewritten to point at the note `target` in the same
+    form: `root` (`/x.md`), `relative` (from `folder`, `./` kept), `vault` (`folder/x.md`),
+    `suffix` (as many folders as before) or `name` (`x.md`); with or without `.md` as before,
+    percent-encoded as before, the same `#heading`."""
     import posixpath
-    from urllib.parse import quote
 
     path_part, hash_, sub = raw.partition("#")
-    target = new_path if path_part.lower().endswith(".md") else new_path[:-3] if new_path.endswith(".md") else new_path
-    written = "/" + target if path_part.startswith("/") else posixpath.relpath(target, source_folder or ".")
-    if "%" in path_part or (" " in written and not angle):
-        written = quote(written, safe="/()")
-    return written + hash_ + sub
+    decoded = _decoded(raw)
+    if decoded.lower().endswith(".md") or not target.lower().endswith(".md"):
+        path = target
+    else:
+        path = _noext(target)
+    if form == "root":
+        written = "/" + path
+    elif form == "relative":
+        written = posixpath.relpath(path, folder or ".")
+        if decoded.startswith("./") and not written.startswith("../"):
+            written = "./" + written
+    elif form == "vault":
+        written = path
+    elif form == "name":
+        written = path.rsplit("/", 1)[-1]
+    else:
+        depth = decoded.strip("/").count("/") + 1
+        written = "/".join(path.split("/")[-depth:])
+    return _encode_like(written, path_part, angle) + hash_ + sub
 
 
-def _replace_on_line(lines: list[str], line: int, old: str, new: str) -> bool:
-    if not 1 <= line <= len(lines) or old not in lines[line - 1]:
-        return False
-    lines[line - 1] = lines[line - 1].replace(old, new, 1)
-    return True
+def _md_form(raw: str, source: str, old_key: str, renamed: bool) -> str | None:
+    """How a markdown link in `source` that resolved to the moved note was written (see
+    `_md_written`), or None when it needs no change (a bare name, if the name stays)."""
+    import posixpath
+
+    decoded = _decoded(raw)
+    if decoded.startswith("/"):
+        return "root"
+    if decoded.startswith(("./", "../")) or _fold(_noext(relative_path_of(raw, source) or "")) == old_key:
+        return "relative"
+    if "/" not in decoded:
+        return "name" if renamed else None
+    return "vault" if _fold(_noext(posixpath.normpath(decoded))) == old_key else "suffix"
 
 
-def retarget(text: str, found: Sequence[Link], source: str, old: str, new: str) -> tuple[str, list[dict[str, Any]]]:
-    """`text` with every link written as a path to `old` pointing at `new` instead: just the
-    target's characters change (alias, heading, `.md`, form of the path kept). Links by bare
-    name keep working on their own and are left alone. Returns the text and the edits."""
+def _is_angle(lines: list[str], link: Link) -> bool:
+    """True when the markdown link's target is written `<in angle brackets>`."""
+    return 1 <= link.line <= len(lines) and f"](<{link.raw}>" in lines[link.line - 1]
+
+
+def _swap_md(lines: list[str], link: Link, written: str) -> int:
+    if _is_angle(lines, link):
+        return _replace_on_line(lines, link.line, f"](<{link.raw}>", f"](<{written}>")
+    return _replace_on_line(lines, link.line, f"]({link.raw}", f"]({written}")
+
+
+def _replace_on_line(lines: list[str], line: int, old: str, new: str) -> int:
+    """Replace the first `old` on `line` (1-based); its column, or -1 when it is not there."""
+    at = lines[line - 1].find(old) if 1 <= line <= len(lines) else -1
+    if at >= 0:
+        lines[line - 1] = lines[line - 1][:at] + new + lines[line - 1][at + len(old):]
+    return at
+
+
+def _in_order(edits: list[tuple[int, int, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Edits as they read in the note: by line, then column."""
+    return [edit for _line, _col, edit in sorted(edits, key=lambda e: (e[0], e[1]))]
+
+
+def retarget(text: str, found: Sequence[Link], source: str, old: str, new: str,
+             keys: Collection[str]) -> tuple[str, list[dict[str, Any]]]:
+    """`text` (the note `source`) with its links to `old` pointing at `new` instead. `keys`
+    are the target keys of `source`'s links that resolved to `old` (the index knows; a key
+    resolves the same wherever it is written in one note). Only a link's target characters
+    change, in the form it was written (alias, heading, `.md`, percent-escapes kept; a path
+    stays a path, a relative markdown link stays relative). A link by bare name keeps working
+    by name and is left alone, unless the move gave the note a new name.
+    Returns the text and the edits ({"line", "old", "new"})."""
     lines = _lines(text)
-    old_key = _fold(old[:-3] if old.endswith(".md") else old)
-    new_noext = new[:-3] if new.endswith(".md") else new
-    folder = source.rsplit("/", 1)[0] if "/" in source else ""
-    edits: list[dict[str, Any]] = []
+    old_key = _fold(_noext(old))
+    new_noext = _noext(new)
+    old_name, new_name = old_key.rsplit("/", 1)[-1], _fold(new_noext.rsplit("/", 1)[-1])
+    renamed = old_name != new_name
+    folder = _folder(source)
+    edits: list[tuple[int, int, dict[str, Any]]] = []
     for link in found:
-        if link.style == "markdown":
-            if _fold(link.target) not in (_fold(old), old_key):
-                continue
-            line_text = lines[link.line - 1] if 1 <= link.line <= len(lines) else ""
-            angle = f"](<{link.raw}>" in line_text
-            written = _md_raw(new, link.raw, folder, angle)
-            before, after = (f"](<{link.raw}>", f"](<{written}>") if angle else (f"]({link.raw}", f"]({written}")
-            if _replace_on_line(lines, link.line, before, after):
-                edits.append({"line": link.line, "old": link.raw, "new": written})
-            continue
         key = link.key
-        if "/" not in key or not (key == old_key or old_key.endswith("/" + key)):
+        if key not in keys:
+            continue
+        if link.style == "markdown":
+            form = _md_form(link.raw, source, old_key, renamed)
+            if form is None:
+                continue
+            written = _md_written(link.raw, _is_angle(lines, link), new, form, folder)
+            col = _swap_md(lines, link, written) if written != link.raw else -1
+            if col >= 0:
+                edits.append((link.line, col, {"line": link.line, "old": link.raw, "new": written}))
             continue
         target = link.target
-        depth = key.count("/") + 1
-        written = new_noext if key == old_key else "/".join(new_noext.split("/")[-depth:])
+        if "/" in key:
+            depth = key.count("/") + 1
+            written = new_noext if key == old_key else "/".join(new_noext.split("/")[-depth:])
+        elif renamed and key == old_name:
+            written = new_noext.rsplit("/", 1)[-1]
+        else:
+            continue  # a bare name or an alias: still the same note's
         if target.lower().endswith(".md"):
             written += ".md"
         if target.startswith("/"):
             written = "/" + written
         pattern = re.compile(r"(\[\[\s*)" + re.escape(target) + r"(?=\s*(?:\\?\||#|\]\]))")
-        if 1 <= link.line <= len(lines):
-            replaced, n = pattern.subn(_keep_opening(written), lines[link.line - 1], count=1)
-            if n:
-                lines[link.line - 1] = replaced
-                edits.append({"line": link.line, "old": target, "new": written})
-    return "".join(lines), edits
+        match = pattern.search(lines[link.line - 1]) if written != target and 1 <= link.line <= len(lines) else None
+        if match:
+            text_of = lines[link.line - 1]
+            lines[link.line - 1] = text_of[:match.end(1)] + written + text_of[match.end():]
+            edits.append((link.line, match.start(), {"line": link.line, "old": target, "new": written}))
+    return "".join(lines), _in_order(edits)
 
 
-def _keep_opening(written: str) -> Callable[[re.Match[str]], str]:
-    return lambda m: m.group(1) + written
-
-
-def refolder(text: str, found: Sequence[Link], old: str, new: str) -> tuple[str, list[dict[str, Any]]]:
-    """The moved note's own relative markdown links, recomputed from its new folder (they
-    were written relative to the old one)."""
+def refolder(text: str, found: Sequence[Link], old: str, new: str,
+             exists: Callable[[str], bool]) -> tuple[str, list[dict[str, Any]]]:
+    """The moved note's own relative markdown links (`../x.md`, `./x.md`, and a plain `x.md`
+    that named a file beside its old place: `exists`), recomputed from its new folder so
+    they point where they did. Links from the root, by name or as vault paths need nothing."""
     lines = _lines(text)
-    new_folder = new.rsplit("/", 1)[0] if "/" in new else ""
-    edits: list[dict[str, Any]] = []
+    new_folder = _folder(new)
+    edits: list[tuple[int, int, dict[str, Any]]] = []
     for link in found:
-        if link.style != "markdown" or link.raw.startswith("/"):
+        if link.style != "markdown":
             continue
-        target = vault_path_of(link.raw, old)
+        decoded = _decoded(link.raw)
+        if decoded.startswith("/"):
+            continue
+        target = relative_path_of(link.raw, old)
         if target is None:
             continue
-        line_text = lines[link.line - 1] if 1 <= link.line <= len(lines) else ""
-        angle = f"](<{link.raw}>" in line_text
-        written = _md_raw(target if target.lower().endswith(".md") or "." in target.rsplit("/", 1)[-1]
-                          else target + ".md", link.raw, new_folder, angle)
-        if written == link.raw:
-            continue
-        before, after = (f"](<{link.raw}>", f"](<{written}>") if angle else (f"]({link.raw}", f"]({written}")
-        if _replace_on_line(lines, link.line, before, after):
-            edits.append({"line": link.line, "old": link.raw, "new": written})
-    return "".join(lines), edits
+        if not decoded.startswith(("./", "../")) and not (exists(target) or exists(target + ".md")):
+            continue  # a name or a vault path: it does not depend on the note's folder
+        written = _md_written(link.raw, _is_angle(lines, link), target, "relative", new_folder)
+        col = _swap_md(lines, link, written) if written != link.raw else -1
+        if col >= 0:
+            edits.append((link.line, col, {"line": link.line, "old": link.raw, "new": written}))
+    return "".join(lines), _in_order(edits)
 
 
 # -- resolution -------------------------------------------------------------------------------

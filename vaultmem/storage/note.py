@@ -1,6 +1,7 @@
 """The memory record and its markdown codec.
 
-Reading uses python-frontmatter's YAML handler (libyaml when available). Writing never
+Reading is YAML 1.2 as Obsidian reads properties (yamlcore's core schema, on libyaml when
+PyYAML has it): `12:30`, `NO`, `on` stay text, dates stay text for `parse_time`. Writing never
 re-serialises the whole frontmatter: `update_frontmatter` replaces only the lines of the
 keys it changes, so comments, quoting, key order, flow lists and keys vaultmem does not own
 survive byte for byte, and a one-key change is a one-line diff.
@@ -380,21 +381,50 @@ class Memory:
         return props
 
 
-# An inline tag as Obsidian reads one: `#` after a space or a line start, then letters of any
-# script, digits, `_`, `-`, `/`; at least one character that is not a digit.
-_INLINE_TAG = re.compile(r"(?:(?<=\s)|^)#([^\s#!-,.:-@\[-\^`{-~]+)", re.M)
-_CODE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$|`[^`\n]*`", re.M | re.S)
+# An inline tag as Obsidian reads one (the pattern in its app.js): `#` at a line start, after
+# whitespace or an emphasis mark that follows one (`**#tag**`, `==#tag==`), then characters that
+# are not whitespace, ASCII punctuation other than `_` `-` `/`, nor Unicode punctuation
+# (U+2000-U+206F, U+2E00-U+2E7F): letters of any script, digits, emoji; not all digits.
+_INLINE_TAG = re.compile(r"(?:^|(?<=\s))[*_~=]*#([^\s!-,.:-@\[-\^`{-~\u2000-\u206f\u2e00-\u2e7f]+)", re.M)
+# What Obsidian does not read tags in: code spans (any backtick run), math blocks, wikilinks and
+# embeds, markdown link targets, autolinks and bare URLs. Fenced code blocks: `_unfenced`.
+_NOT_PROSE = re.compile(r"(`+)[^`\n](?:[^\n]*?[^`\n])?\1(?!`)|\$\$.*?\$\$|!?\[\[[^\]\n]*\]\]|\]\([^)\n]*\)"
+                        r"|<[A-Za-z][A-Za-z0-9+.-]*:[^>\s]*>|\b[A-Za-z][A-Za-z0-9+.-]*://\S+", re.S)
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def _unfenced(body: str) -> str:
+    """`body` with its fenced code blocks blanked (an unclosed fence runs to the end)."""
+    lines = body.split("\n")
+    fence = ""
+    for i, line in enumerate(lines):
+        if fence:
+            closing = line.strip()
+            if (len(line) - len(line.lstrip(" ")) <= 3 and len(closing) >= len(fence)
+                    and closing == fence[0] * len(closing)):
+                fence = ""
+            lines[i] = ""
+            continue
+        match = _FENCE_OPEN.match(line)
+        if match and not (match.group(1)[0] == "`" and "`" in line[match.end():]):
+            fence = match.group(1)
+            lines[i] = ""
+    return "\n".join(lines)
 
 
 def inline_tags(body: str) -> list[str]:
-    """The `#tags` in a note's text, outside code and links, in order, without repeats."""
+    """The `#tags` in a note's text as Obsidian finds them (outside code, math, links and
+    URLs), in order, without repeats (tags are case-insensitive)."""
     if "#" not in body:
         return []
-    text = _CODE.sub(" ", body)
+    text = _unfenced(body) if ("```" in body or "~~~" in body) else body
+    text = _NOT_PROSE.sub(" ", text)
     found: list[str] = []
+    seen: set[str] = set()
     for match in _INLINE_TAG.finditer(text):
         tag = match.group(1).strip("/")
-        if tag and not tag.replace("/", "").isdigit() and tag not in found:
+        if tag and not tag.isdigit() and tag.lower() not in seen:
+            seen.add(tag.lower())
             found.append(tag)
     return found
 

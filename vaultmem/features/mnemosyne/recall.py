@@ -11,6 +11,7 @@ one that reads the index and records the access.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import math
@@ -25,8 +26,6 @@ from vaultmem.storage import note as notes
 from vaultmem.storage.links import JSON_VALUES
 
 if TYPE_CHECKING:
-    import datetime as dt
-
     from vaultmem.storage.index import Record
 
 # -- the one weight table ----------------------------------------------------------------------
@@ -376,8 +375,9 @@ def enrich_with_graph(store: Memories, results: list[dict[str, Any]]) -> None:
 # -- recall ------------------------------------------------------------------------------------
 
 
-def event_time_of(rec: Record) -> str | None:
-    parsed = parse_time(rec.props.get("event_time"))
+def event_time_of(rec: Record, naive_zone: dt.tzinfo | None = dt.timezone.utc) -> str | None:
+    """When it happened: `event_time` (a time typed without a zone is in `naive_zone`), else created."""
+    parsed = parse_time(rec.props.get("event_time"), naive_zone)
     if parsed is not None:
         return format_time(parsed)
     return format_time(rec.created_dt) if rec.created_dt else None
@@ -452,7 +452,7 @@ def recall(store: Memories, query: str, *, limit: int = 5, min_score: float = 0.
             "entities": rec.entities,
             "linkedMemories": [],
             "decayStatus": dstatus,
-            "eventTime": event_time_of(rec),
+            "eventTime": event_time_of(rec, store.settings.naive_zone),
             "botId": rec.agent,
             "shortId": (rec.id or "")[:8],
             "path": rec.path,

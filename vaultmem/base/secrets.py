@@ -316,25 +316,25 @@ _COMMAND_WORDS = ("curl", "wget", "mysql", "mariadb", "sshpass", "redis-cli", "d
                   "zip", "7z", "ldap", "sqlcmd", "bcp", "keytool", "jarsigner", "htpasswd", "smbclient", "rpcclient",
                   "ssh-keygen", "az login", "psexec")
 _COMMAND = re.compile(
-    r"\b(?i:curl)\b[^\n]*?\s(?:-u|--user|--proxy-user|-U)[ =]?(?:(?P<q1>['\"])[^:'\"\s]+:(?P<p1>[^'\"]{2,})(?P=q1)"
+    r"\b(?i:curl)\b[^\n]{0,300}?\s(?:-u|--user|--proxy-user|-U)[ =]?(?:(?P<q1>['\"])[^:'\"\s]+:(?P<p1>[^'\"]{2,})(?P=q1)"
     r"|[^\s:'\"]+:(?P<p2>[^\s'\"]{2,}))"
-    r"|\b(?i:curl|wget)\b[^\n]*?\s--(?:http-|ftp-|proxy-)?password[ =](?P<p3>\S+)"
-    r"|\b(?i:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n]*?\s(?:-p(?P<p4>[^\s-]\S*)|--password=(?P<p5>\S+))"
-    r"|\bsshpass\b[^\n]*?\s-p\s*(?P<p6>\S+)"
-    r"|\bredis-cli\b[^\n]*?\s(?:-a|--pass)\s+(?P<p7>\S{2,})"
-    r"|\b(?:docker|podman)\s+login\b[^\n]*?\s(?:-p|--password)[ =](?P<p8>\S+)"
-    r"|\bmongo(?:sh|dump|restore|export|import)?\b[^\n]*?\s(?:-p|--password)[ =](?P<p9>\S+)"
-    r"|\bopenssl\b[^\n]*?\s-pass(?:in|out)?\s+pass:(?P<p10>\S+)"
-    r"|\b(?:zip|unzip)\b[^\n]*?\s-P\s+(?P<p11>\S+)"
-    r"|\b7z[az]?\b[^\n]*?\s-p(?P<p12>[^\s-]\S*)"
-    r"|\bldap\w+\b[^\n]*?\s-w\s+(?P<p13>\S+)"
-    r"|\b(?:sqlcmd|bcp|osql)\b[^\n]*?\s-P\s*(?P<p14>\S+)"
-    r"|\b(?:keytool|jarsigner)\b[^\n]*?\s-(?:store|key|srcstore|deststore|srckey|destkey)pass\s+(?P<p15>\S+)"
+    r"|\b(?i:curl|wget)\b[^\n]{0,300}?\s--(?:http-|ftp-|proxy-)?password[ =](?P<p3>\S+)"
+    r"|\b(?i:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n]{0,300}?\s(?:-p(?P<p4>[^\s-]\S*)|--password=(?P<p5>\S+))"
+    r"|\bsshpass\b[^\n]{0,300}?\s-p\s*(?P<p6>\S+)"
+    r"|\bredis-cli\b[^\n]{0,300}?\s(?:-a|--pass)\s+(?P<p7>\S{2,})"
+    r"|\b(?:docker|podman)\s+login\b[^\n]{0,300}?\s(?:-p|--password)[ =](?P<p8>\S+)"
+    r"|\bmongo(?:sh|dump|restore|export|import)?\b[^\n]{0,300}?\s(?:-p|--password)[ =](?P<p9>\S+)"
+    r"|\bopenssl\b[^\n]{0,300}?\s-pass(?:in|out)?\s+pass:(?P<p10>\S+)"
+    r"|\b(?:zip|unzip)\b[^\n]{0,300}?\s-P\s+(?P<p11>\S+)"
+    r"|\b7z[az]?\b[^\n]{0,300}?\s-p(?P<p12>[^\s-]\S*)"
+    r"|\bldap\w+\b[^\n]{0,300}?\s-w\s+(?P<p13>\S+)"
+    r"|\b(?:sqlcmd|bcp|osql)\b[^\n]{0,300}?\s-P\s*(?P<p14>\S+)"
+    r"|\b(?:keytool|jarsigner)\b[^\n]{0,300}?\s-(?:store|key|srcstore|deststore|srckey|destkey)pass\s+(?P<p15>\S+)"
     r"|\bhtpasswd\s+-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+(?P<p16>\S+)"
-    r"|\b(?:smbclient|rpcclient|smbmap)\b[^\n]*?\s-U\s*['\"]?[^\s%'\"]+%(?P<p17>[^\s'\"]+)"
-    r"|\bssh-keygen\b[^\n]*?\s-[NP]\s+(?P<p18>\S+)"
-    r"|\baz\s+login\b[^\n]*?\s(?:-p|--password)[ =](?P<p19>\S+)"
-    r"|\bpsexec\b[^\n]*?\s-p\s+(?P<p20>\S+)")
+    r"|\b(?:smbclient|rpcclient|smbmap)\b[^\n]{0,300}?\s-U\s*['\"]?[^\s%'\"]+%(?P<p17>[^\s'\"]+)"
+    r"|\bssh-keygen\b[^\n]{0,300}?\s-[NP]\s+(?P<p18>\S+)"
+    r"|\baz\s+login\b[^\n]{0,300}?\s(?:-p|--password)[ =](?P<p19>\S+)"
+    r"|\bpsexec\b[^\n]{0,300}?\s-p\s+(?P<p20>\S+)")
 _BASIC = re.compile(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})")
 _BEARER = re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9_\-.~+/]{20,}=*)")
 _QUERY_SECRET = re.compile(

@@ -11,6 +11,8 @@ import argparse
 import datetime as dt
 import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 import yamlcore
@@ -34,7 +36,7 @@ def frontmatters(n: int) -> list[str]:
     return out
 
 
-def best(runs: int, fn, texts: list[str]) -> float:  # type: ignore[no-untyped-def]
+def best(runs: int, fn: Callable[[str], Any], texts: list[str]) -> float:
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -52,9 +54,9 @@ def main() -> None:
     texts = frontmatters(args.n)
     old_loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     cases = [
-        (f"PyYAML 1.1 {old_loader.__name__} (before)", lambda t: yaml.load(t, Loader=old_loader)),  # noqa: S506
-        ("yamlcore CoreLoader, pure Python", lambda t: yaml.load(t, Loader=yamlcore.CoreLoader)),  # noqa: S506
-        ("yamlcore CCoreLoader (libyaml)", lambda t: yaml.load(t, Loader=yamlcore.CCoreLoader)),  # noqa: S506
+        (f"PyYAML 1.1 {old_loader.__name__} (before)", lambda t: yaml.load(t, Loader=old_loader)),
+        ("yamlcore CoreLoader, pure Python", lambda t: yaml.load(t, Loader=yamlcore.CoreLoader)),
+        ("yamlcore CCoreLoader (libyaml)", lambda t: yaml.load(t, Loader=yamlcore.CCoreLoader)),
         ("load_yaml: CCoreLoader + guards (after)", notes.load_yaml),
     ]
     print(f"{args.n:,} frontmatters, {sum(map(len, texts)) // args.n} bytes each on average, best of {args.runs}")

@@ -172,7 +172,7 @@ class Settings:
 
             try:
                 self.naive_zone  # noqa: B018 - loads the zone
-            except (ZoneInfoNotFoundError, ValueError):
+            except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of zones (`Europe`)
                 raise ConfigError(f"timezone {self.timezone!r} is not an IANA zone name; use one like Europe/Berlin, "
                                   "or leave it empty for this machine's zone") from None
         unsafe = [a for a in self.pipeline_auto_apply_actions if a not in ("touch", "relate")]

@@ -102,7 +102,9 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 @click.command()
 @click.argument("query", required=False, default="")
 @click.option("--top-k", type=click.IntRange(1, 100), default=10, show_default=True, help="Results to return.")
-@click.option("--tag", "-t", "tags", multiple=True, help="Only memories with this tag (repeatable: any of them).")
+@click.option("--tag", "-t", "tags", multiple=True,
+              help="Only memories with this tag (repeatable: any of them); as in Obsidian, infra also finds "
+                   "infra/db, and inline #tags count.")
 @click.option("--window-days", type=click.FloatRange(min=0, min_open=True), help="Only memories used in the last N days.")
 @click.option("--min-score", type=click.FloatRange(min=0), help="Minimum decay score.")
 @click.option("--status", type=click.Choice(STATUS_FILTERS),

@@ -118,7 +118,8 @@ def save_memory(
 def search_memory(
     store: MemoryStore,
     query: Annotated[str, Field(max_length=MAX_CONTENT, description="Text query to search for.")] | None = None,
-    tags: Annotated[Tags, Field(description="Only memories with any of these tags (max 50).")] = None,
+    tags: Annotated[Tags, Field(description="Only memories with any of these tags (max 50); as in Obsidian, "
+                                            "'infra' also finds 'infra/db', and inline #tags count.")] = None,
     top_k: Annotated[int, Field(ge=1, le=100, description="Maximum results before pagination (1-100).")] = 10,
     window_days: Annotated[int, Field(ge=1, le=3650, description="Only memories used in the last N days.")] | None = None,
     min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Minimum decay score (0.0-1.0).")] | None = None,
@@ -202,7 +203,8 @@ def open_memories(
 def search_unified(
     store: MemoryStore,
     query: Annotated[str, Field(max_length=MAX_CONTENT, description="Text query to search for.")] | None = None,
-    tags: Annotated[Tags, Field(description="Only items with any of these tags (max 50).")] = None,
+    tags: Annotated[Tags, Field(description="Only items with any of these tags (max 50); as in Obsidian, "
+                                            "'infra' also finds 'infra/db', and inline #tags count.")] = None,
     limit: Annotated[int, Field(ge=1, le=100, description="Maximum total results before pagination (1-100).")] = 10,
     stm_weight: Annotated[float, Field(ge=0.0, le=2.0, description="Weight for short-term memories (0-2).")] = 1.0,
     ltm_weight: Annotated[float, Field(ge=0.0, le=2.0,

@@ -33,6 +33,7 @@ def fleet(store, clock):
 
 
 def test_toma_result_keys_and_profile(store, fleet):
+    store.agent = "backend"  # another agent: devops' private memory is not there
     result = store.toma("devops", "redis ports", limit=5)
     assert set(result) == {"agentId", "topic", "memories", "knowledgeProfile"}
     assert result["memories"][0]["text"] == "Redis Sentinel runs on ports 26379-26381"
@@ -44,6 +45,10 @@ def test_toma_result_keys_and_profile(store, fleet):
         "avgConfidence": round((0.8 + 0.73 + 0.6 + 0.73) / 4, 4), "lastActiveAt": "2026-11-22T12:15:00Z"}
     store.agent = "devops"  # the agent itself sees its private memory
     assert store.bot_profile("devops")["totalMemories"] == 5
+    store.agent = None  # so does the person (a CLI or server started without an agent)
+    assert store.bot_profile("devops")["totalMemories"] == 5
+    assert any(m["text"] == "Redis admin console is on the private jump host"
+               for m in store.toma("devops", "redis admin console")["memories"])
 
 
 def test_toma_does_not_count_as_access(store, fleet, vault_path):
@@ -52,6 +57,7 @@ def test_toma_does_not_count_as_access(store, fleet, vault_path):
 
 
 def test_knowledge_gap(store, fleet):
+    store.agent = "sre"
     gap = store.knowledge_gap("devops", "backend", "redis")
     assert [m["text"] for m in gap["onlyA"]] == ["Redis Sentinel runs on ports 26379-26381"]
     assert [m["text"] for m in gap["onlyB"]] == ["Redis cache TTL for sessions is 3600 seconds"]

@@ -63,6 +63,8 @@ def test_private_memories_are_visible_to_their_agent_only(store):
     assert p["classification"] == "private"
     assert [r["id"] for r in store.recall("deploy key", min_score=0, agent="ops")["results"]] == [p["id"]]
     assert store.recall("deploy key", min_score=0, agent="dev")["results"] == []
+    assert [r["id"] for r in store.recall("deploy key", min_score=0)["results"]] == [p["id"]]  # the person
+    store.agent = "dev"
     assert store.recall("deploy key", min_score=0)["results"] == []
     # another agent storing the same words is not a duplicate of a memory it cannot see
     assert store.store_memory("My deploy key lives in the team vault", agent="dev")["status"] == "created"
@@ -288,6 +290,8 @@ def test_term_cosine_is_symmetric_and_bounded(a, b):
 
 def test_search_hides_other_agents_private_memories(store):
     p = store.store_memory("My deploy key lives in the team vault", agent="ops", private=True)
+    assert store.search("deploy key")["count"] == 1  # the person sees every memory
+    store.agent = "dev"
     assert store.search("deploy key")["count"] == 0
     assert store.search(None)["count"] == 0
     store.agent = "ops"
@@ -296,6 +300,7 @@ def test_search_hides_other_agents_private_memories(store):
 
 def test_unified_search_and_open_hide_other_agents_private_memories(store):
     p = store.store_memory("My jump host for staging is jh-7", agent="ops", private=True)
+    store.agent = "dev"
     assert store.search_unified("jump host staging")["results"] == []
     assert store.open([p["id"]]) == {"success": False, "count": 0, "memories": [], "not_found": [p["id"]]}
     assert store.open([p["id"]], include_relations=True)["not_found"] == [p["id"]]

@@ -96,7 +96,6 @@ class Memories:
         # True in long-lived processes (MCP server, watcher): with embeddings `auto` they load
         # the model, embed on save and search hybrid by default; a one-shot CLI call does not.
         self.long_lived = False
-        self.agent: str | None = None  # default agent id for Mnemosyne calls (`--agent`, VAULTMEM_AGENT)
 
     @property
     def vectors(self) -> Any:
@@ -766,7 +765,7 @@ class Memories:
                 dst, renamed = self._free_name(dst, (rec.id or "") if rec else "")
                 # which links point at the note: the keys (as written) that resolved to it, per note
                 for src, key in self.index.db.execute(
-                        "SELECT src, target_key FROM links WHERE dst = ? AND src != ?", (rel, rel)):
+                        "SELECT src, target_key FROM main.links WHERE dst = ? AND src != ?", (rel, rel)):
                     sources.setdefault(src, set()).add(key)
                 self.vault.move_to(rel, dst)
                 moved = dst
@@ -916,6 +915,17 @@ class Memories:
         if code is None:
             return None
         return {segments.MERGED: "merged", segments.NOTHING_TO_DO: "nothing"}.get(code, f"failed (exit {code})")
+
+    @property
+    def agent(self) -> str | None:
+        """The agent this store acts for (`--agent`, VAULTMEM_AGENT); None: the person, who sees
+        every memory. Another agent's private memory is not in its catalog at all
+        (`Index.set_viewer`), so no command, tool or resource can show or change it."""
+        return self.index.viewer
+
+    @agent.setter
+    def agent(self, agent: str | None) -> None:
+        self.index.set_viewer(agent or None)
 
     def visible(self, rec: Record) -> bool:
         """A private memory (`private: true`) is shown to its own agent only (self.agent)."""

@@ -138,7 +138,9 @@ def paginate(items: Sequence[Any], page: int | None, page_size: int | None,
 
 
 def visible_to(rec: Record, agent: str | None) -> bool:
-    """A private memory (`private: true`) is visible to its own agent only; the rest to all."""
-    if rec.props.get("private") is True:
-        return bool(agent) and rec.agent == agent
-    return True
+    """A private memory (`private: true`) is visible to its own agent only; the rest to all.
+    No agent (None): the person, who sees every memory. `storage.index.visible_sql` is this
+    rule over the catalog."""
+    if agent is None or rec.props.get("private") is not True:
+        return True
+    return rec.agent == agent

@@ -344,6 +344,7 @@ class Index:
         self._lengths_cache: dict[Any, Any] = {}
         self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
+        self.viewer: str | None = None  # set_viewer: the agent whose view of the catalog reads get
         # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
         self.merge_on_commit = True
 
@@ -365,7 +366,25 @@ class Index:
         if self._db is None:
             self._db = _connect(self.dir / "catalog.sqlite")
             self._opened_ino = ino if ino is not None else self._current_ino()
+            if self.viewer is not None:
+                _create_views(self._db, self.viewer)
         return self._db
+
+    def set_viewer(self, agent: str | None) -> None:
+        """Read the catalog as `agent` sees it: another agent's private memory (`private: true`)
+        is not there at all. `notes`, `links` and `aliases` become temporary views of this
+        connection (SQLite looks in `temp` before `main`), so every query in every layer above,
+        written against those names, gets the rule without repeating it; the index's own
+        bookkeeping reads and writes `main.` tables. None (the person: a CLI or server started
+        without an agent): every note."""
+        if agent == self.viewer:
+            return
+        self.viewer = agent
+        if self._db is not None:
+            for name in ("links", "aliases", "notes"):
+                self._db.execute(f"DROP VIEW IF EXISTS temp.{name}")
+            if agent is not None:
+                _create_views(self._db, agent)
 
     @property
     def ix(self) -> Any:
@@ -407,7 +426,7 @@ class Index:
         db = self.db
         version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
         if self._fingerprints is None or self._fingerprints[0] != version:
-            rows = db.execute("SELECT path, mtime_ns, size FROM notes")
+            rows = db.execute("SELECT path, mtime_ns, size FROM main.notes")
             self._fingerprints = (version, {p: (m, s) for p, m, s in rows})
         return self._fingerprints[1]
 
@@ -525,8 +544,8 @@ class Index:
         writer.commit(merge=self.merge_on_commit)
         db = self.db
         with db:
-            db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
-            db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})",
+            db.executemany("DELETE FROM main.notes WHERE path = ?", [(p,) for p in removed])
+            db.executemany(f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(_COLUMNS))})",
                            [r.row() for r in records])
             linkmod.store_links(db, removed + [r.path for r in records], records)
 
@@ -564,7 +583,7 @@ class Index:
             rows.append(rec.row())
         writer.commit()
         with db:
-            db.executemany(f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
+            db.executemany(f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
             linkmod.store_links(db, [], parsed, full=True)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('naive_zone', ?)", (zone_key(self.vault.settings),))
         db.close()
@@ -798,6 +817,27 @@ def zone_key(settings: Any) -> str:
     import time
 
     return f"local {time.tzname[0]}/{time.tzname[1]} {time.timezone} {time.altzone}"
+
+
+def visible_sql(viewer: str) -> str:
+    """core.model.visible_to as SQL over a notes row, for `viewer` (an agent id): a private
+    memory is visible to its own agent only. `tests/test_privacy.py` checks the two agree."""
+    return f"(agent = {_quote(viewer)} OR json_type(props, '$.private') IS NOT 'true')"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _create_views(db: sqlite3.Connection, viewer: str) -> None:
+    """Index.set_viewer's views: the catalog without the notes `viewer` may not see, and
+    without links or aliases that start or end at one of them."""
+    db.execute(f"CREATE TEMP VIEW IF NOT EXISTS notes AS SELECT * FROM main.notes WHERE {visible_sql(viewer)}")
+    db.execute("CREATE TEMP VIEW IF NOT EXISTS links AS SELECT * FROM main.links l"
+               " WHERE EXISTS (SELECT 1 FROM temp.notes v WHERE v.path = l.src)"
+               " AND (l.dst IS NULL OR EXISTS (SELECT 1 FROM temp.notes v WHERE v.path = l.dst))")
+    db.execute("CREATE TEMP VIEW IF NOT EXISTS aliases AS SELECT * FROM main.aliases a"
+               " WHERE EXISTS (SELECT 1 FROM temp.notes v WHERE v.path = a.path)")
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -671,10 +671,10 @@ def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: boo
     notes table is up to date. `full` resolves every link (a rebuild)."""
     affected: set[str] = set()
     for path in stale:
-        old_aliases = [a for (a,) in db.execute("SELECT alias FROM aliases WHERE path = ?", (path,))]
+        old_aliases = [a for (a,) in db.execute("SELECT alias FROM main.aliases WHERE path = ?", (path,))]
         affected |= keys_for(path, old_aliases)
-    db.executemany("DELETE FROM links WHERE src = ?", [(p,) for p in stale])
-    db.executemany("DELETE FROM aliases WHERE path = ?", [(p,) for p in stale])
+    db.executemany("DELETE FROM main.links WHERE src = ?", [(p,) for p in stale])
+    db.executemany("DELETE FROM main.aliases WHERE path = ?", [(p,) for p in stale])
     link_rows: list[tuple[Any, ...]] = []
     alias_rows: list[tuple[Any, ...]] = []
     for rec in records:
@@ -685,32 +685,32 @@ def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: boo
         aliases = getattr(rec, "_aliases", ())
         alias_rows.extend((rec.path, alias) for alias in aliases)
         affected |= keys_for(rec.path, aliases)
-    db.executemany("INSERT OR REPLACE INTO links (src, pos, target, target_key, subpath, alias, embed, type,"
+    db.executemany("INSERT OR REPLACE INTO main.links (src, pos, target, target_key, subpath, alias, embed, type,"
                    " strength, meta, line) VALUES (?,?,?,?,?,?,?,?,?,?,?)", link_rows)
-    db.executemany("INSERT OR IGNORE INTO aliases VALUES (?,?)", alias_rows)
+    db.executemany("INSERT OR IGNORE INTO main.aliases VALUES (?,?)", alias_rows)
     if not full and not link_rows and not affected:
         return
     if full:
-        todo = db.execute("SELECT rowid, src, target, target_key, dst FROM links").fetchall()
+        todo = db.execute("SELECT rowid, src, target, target_key, dst FROM main.links").fetchall()
     else:
         todo = []
         srcs = sorted({rec.path for rec in records})
         keys = sorted(affected)
         for column, values in (("src", srcs), ("target_key", keys)):
             for marks, chunk in in_chunks(values):
-                todo += db.execute(f"SELECT rowid, src, target, target_key, dst FROM links WHERE {column} IN"
+                todo += db.execute(f"SELECT rowid, src, target, target_key, dst FROM main.links WHERE {column} IN"
                                    f" ({marks})", chunk).fetchall()
     if not todo:  # the common save: a note nothing links to, with no links of its own
         return
     # Built only now: over every note path, it is most of a one-note commit at 100,000 notes.
-    resolver = Resolver([p for (p,) in db.execute("SELECT path FROM notes")],
-                        db.execute("SELECT path, alias FROM aliases").fetchall())
+    resolver = Resolver([p for (p,) in db.execute("SELECT path FROM main.notes")],
+                        db.execute("SELECT path, alias FROM main.aliases").fetchall())
     updates = []
     for rowid, src, target, key, dst in todo:
         new = None if is_attachment(target) else resolver.resolve(key, src)
         if new != dst or full:
             updates.append((new, rowid))
-    db.executemany("UPDATE links SET dst = ? WHERE rowid = ?", updates)
+    db.executemany("UPDATE main.links SET dst = ? WHERE rowid = ?", updates)
 
 
 IN_CHUNK = 512  # parameters per `IN (?, ...)` statement

@@ -59,7 +59,8 @@ def profile(store: Memories, agent: str, viewer: str | None = None) -> dict[str,
         "SELECT memory_type, json_extract(props, '$.domain'), json_extract(props, '$.confidence'),"
         " json_extract(props, '$.private'), created, last_used FROM notes"
         " WHERE kind = 'memory' AND agent = ? AND status IN ('active', 'promoted', 'archived')", (agent,)).fetchall()
-    mine = [r for r in rows if not (r[3] in (1, True) and viewer != agent)]  # private: its own agent only
+    # private: its own agent's (and the person's, viewer None) only
+    mine = [r for r in rows if not (r[3] in (1, True) and viewer is not None and viewer != agent)]
     domains = collections.Counter(str(r[1] or "general") for r in mine)
     types = collections.Counter(r[0] or "semantic" for r in mine)
     total = len(mine)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from vaultmem.mcp.server import (
     build_instructions,
     build_server,
     check_ref,
+    model_text,
     paginate,
 )
 
@@ -47,7 +47,8 @@ def call(server: Any, name: str, args: dict[str, Any] | None = None) -> Any:
 
 def ok(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content[0].text
-    assert json.loads(result.content[0].text) == result.structured_content
+    # the text block is the compact model view of the structured result (registry.model_text)
+    assert result.content[0].text == model_text(result.structured_content)
     return result.structured_content
 
 
@@ -66,8 +67,9 @@ def test_tool_list_and_read_only_mode(store):
     try:
         names = run(full, lambda c: c.list_tools())
         assert {t.name for t in names.tools} == WRITING | READING
-        hints = {t.name: t.annotations.read_only_hint for t in names.tools}
-        assert hints == {name: name not in WRITING for name in WRITING | READING}
+        hints = {t.name: (t.annotations.read_only_hint, t.annotations.destructive_hint) for t in names.tools}
+        # readOnlyHint's default is false and destructiveHint means nothing on a reading tool: both left out
+        assert hints == {name: (None, False) if name in WRITING else (True, None) for name in WRITING | READING}
         ro = run(read_only, lambda c: c.list_tools())
         assert {t.name for t in ro.tools} == READING
         assert error(call(read_only, "save_memory", {"content": "x"})) == "Unknown tool: save_memory"

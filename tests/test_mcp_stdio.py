@@ -13,6 +13,8 @@ from typing import Any
 from conftest import NOW
 from mcp_tools import ALL_TOOLS, WRITING  # noqa: E402
 
+from vaultmem.mcp.registry import model_text
+
 
 def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
     from mcp import ClientSession, StdioServerParameters
@@ -36,7 +38,8 @@ def session_run(vault: Path, scenario: Any, *extra: str, errlog: Path) -> Any:
 
 def data(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content[0].text
-    return json.loads(result.content[0].text)
+    assert json.loads(result.content[0].text) == json.loads(model_text(result.structured_content))
+    return result.structured_content
 
 
 def test_every_tool_over_stdio_with_files_on_disk(vault_path, tmp_path):

@@ -13,7 +13,7 @@ from typing import Any
 
 from vaultmem.core import scoring
 from vaultmem.core.memories import Memories, Progress
-from vaultmem.core.model import CLUSTER_THRESHOLD, COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MAX_CLUSTER_SIZE, UnifiedQuery
+from vaultmem.core.model import COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MAX_CLUSTER_SIZE, UnifiedQuery
 from vaultmem.features import (
     activation,
     consolidate,
@@ -154,13 +154,13 @@ class MemoryStore(Memories):
     def skills(self, query: str | None = None, limit: int = 20) -> dict[str, Any]:
         return awareness.skills(self, query, limit, viewer=self.agent)
 
-    def cluster(self, threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE,
+    def cluster(self, threshold: float | None = None, max_cluster_size: int = MAX_CLUSTER_SIZE,
                 find_duplicates: bool = False, duplicate_threshold: float = DUPLICATE_PAIR_THRESHOLD) -> dict[str, Any]:
         """Clusters of similar memories (stable ids), or likely duplicate pairs."""
         return consolidate.cluster(self, threshold, max_cluster_size, find_duplicates, duplicate_threshold)
 
     def consolidate(self, cluster_id: str | None = None, mode: str = "preview", auto_detect: bool = False,
-                    cohesion_threshold: float = COHESION_THRESHOLD, threshold: float = CLUSTER_THRESHOLD,
+                    cohesion_threshold: float = COHESION_THRESHOLD, threshold: float | None = None,
                     max_cluster_size: int = MAX_CLUSTER_SIZE) -> dict[str, Any]:
         """Preview, merge (apply) or link a cluster, or every cluster above cohesion_threshold."""
         return consolidate.consolidate(self, cluster_id, mode, auto_detect, cohesion_threshold,

@@ -113,6 +113,18 @@ class Settings:
     # the zone of a time a person typed without one (`created: 2026-11-20T09:30`, what
     # Obsidian's Date & time property writes): an IANA name; "" = this machine's zone
     timezone: str = ""
+    # MCP: the tool profile a server offers (core | cortexgraph | mnemosyne | all; `vaultmem mcp --tools`)
+    mcp_tools: str = "all"
+    # Mnemosyne's feature toggles and tuning (the seed's autoRecall, autoCapture, enableAutoLink,
+    # autoLinkThreshold, captureMaxChars)
+    auto_recall: bool = True
+    auto_capture: bool = True
+    enable_auto_link: bool = True
+    auto_link_threshold: float = 0.70
+    capture_max_chars: int = 500
+    # clustering defaults (CortexGraph's CORTEXGRAPH_CLUSTER_THRESHOLD, _MIN_CLUSTER_SIZE)
+    cluster_threshold: float = 0.83
+    min_cluster_size: int = 2
 
     @property
     def naive_zone(self) -> dt.tzinfo | None:
@@ -175,6 +187,15 @@ class Settings:
             except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of zones (`Europe`)
                 raise ConfigError(f"timezone {self.timezone!r} is not an IANA zone name; use one like Europe/Berlin, "
                                   "or leave it empty for this machine's zone") from None
+        if self.mcp_tools not in TOOL_PROFILES:
+            raise ConfigError(f"mcp_tools must be one of {', '.join(TOOL_PROFILES)}, got {self.mcp_tools!r}")
+        for name in ("auto_link_threshold", "cluster_threshold"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ConfigError(f"{name} must be above 0 and at most 1, got {getattr(self, name)}")
+        if self.capture_max_chars < 20:
+            raise ConfigError(f"capture_max_chars must be 20 or more, got {self.capture_max_chars}")
+        if self.min_cluster_size < 2:
+            raise ConfigError(f"min_cluster_size must be 2 or more, got {self.min_cluster_size}")
         unsafe = [a for a in self.pipeline_auto_apply_actions if a not in ("touch", "relate")]
         if unsafe:
             raise ConfigError(f"pipeline_auto_apply may list only the safe actions touch, relate; got {unsafe[0]!r}")
@@ -182,6 +203,7 @@ class Settings:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+TOOL_PROFILES = ("core", "cortexgraph", "mnemosyne", "all")  # mcp/server.py PROFILES
 
 # CortexGraph names -> our names (the seed's "Configuration" table).
 ENV_ALIASES = {
@@ -202,7 +224,13 @@ ENV_ALIASES = {
     "CORTEXGRAPH_REVIEW_DANGER_ZONE_MIN": "review_danger_zone_min",
     "CORTEXGRAPH_REVIEW_DANGER_ZONE_MAX": "review_danger_zone_max",
     "CORTEXGRAPH_CONSOLIDATION_INTERVAL": "maintenance_interval",
+    "CORTEXGRAPH_CLUSTER_THRESHOLD": "cluster_threshold",
+    "CORTEXGRAPH_MIN_CLUSTER_SIZE": "min_cluster_size",
+    "CORTEXGRAPH_ENABLE_EMBEDDINGS": "embeddings",  # true -> on, false -> off (_ENV_VALUES)
 }
+# CortexGraph variables whose values differ from ours
+_ENV_VALUES = {"CORTEXGRAPH_ENABLE_EMBEDDINGS": {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
+                                                 "no": "off"}}
 
 
 def _coerce(name: str, value: Any, origin: str) -> Any:
@@ -258,7 +286,13 @@ def _layers(vault: Path | None, environ: Mapping[str, str] | None,
             values.update((k, (v, CONFIG_FILE)) for k, v in _read_config_file(path).items())
     for env_name, name in ENV_ALIASES.items():
         if env_name in environ:
-            values[name] = (_coerce(name, environ[env_name], env_name), env_name)
+            raw = environ[env_name]
+            if env_name in _ENV_VALUES:
+                mapped = _ENV_VALUES[env_name].get(raw.strip().lower())
+                if mapped is None:
+                    raise ConfigError(f"{env_name} must be true or false, got {raw!r}")
+                raw = mapped
+            values[name] = (_coerce(name, raw, env_name), env_name)
     for name in FIELDS:
         env_name = "VAULTMEM_" + name.upper()
         if env_name in environ:
@@ -301,7 +335,8 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 
 
 def resolve_vault(option: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> Path:
-    """--vault, else VAULTMEM_VAULT, else the default folder (~/Documents/vaultmem)."""
+    """--vault, else VAULTMEM_VAULT, else CortexGraph's LTM_VAULT_PATH, else the default folder
+    (~/Documents/vaultmem)."""
     environ = os.environ if environ is None else environ
-    raw = option or environ.get("VAULTMEM_VAULT") or DEFAULT_VAULT
+    raw = option or environ.get("VAULTMEM_VAULT") or environ.get("LTM_VAULT_PATH") or DEFAULT_VAULT
     return Path(raw).expanduser().absolute()

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from vaultmem.base.config import TOOL_PROFILES
 from vaultmem.cli.common import (
     _store,
     emit_json,
@@ -24,7 +25,6 @@ from vaultmem.cli.common import (
     warn_malformed,
 )
 from vaultmem.core.model import (
-    CLUSTER_THRESHOLD,
     COHESION_THRESHOLD,
     DUPLICATE_PAIR_THRESHOLD,
     MAX_CLUSTER_SIZE,
@@ -771,8 +771,8 @@ def watch(once: bool, show_status: bool, verbose: bool, vault: str | None, as_js
 
 
 @click.command()
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=CLUSTER_THRESHOLD, show_default=True,
-              help="Similarity that links two memories into a cluster.")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True),
+              help="Similarity that links two memories into a cluster [default: setting cluster_threshold, 0.83].")
 @click.option("--max-cluster-size", type=click.IntRange(2, 100), default=MAX_CLUSTER_SIZE, show_default=True,
               help="Largest cluster to form.")
 @click.option("--duplicates", is_flag=True, help="List likely duplicate pairs instead of clusters.")
@@ -781,7 +781,7 @@ def watch(once: bool, show_status: bool, verbose: bool, vault: str | None, as_js
 @vault_option
 @output_options
 @handle_errors
-def cluster(threshold: float, max_cluster_size: int, duplicates: bool, duplicate_threshold: float,
+def cluster(threshold: float | None, max_cluster_size: int, duplicates: bool, duplicate_threshold: float,
             vault: str | None, as_json: bool) -> None:
     """Group similar memories (TF-IDF cosine) or find duplicates. Ids are stable.
 
@@ -816,15 +816,16 @@ def cluster(threshold: float, max_cluster_size: int, duplicates: bool, duplicate
               "promotion, demotion (applies changes).")
 @click.option("--batch", type=click.IntRange(1, 1000), default=100, show_default=True,
               help="With --deep: memories to examine (most recently used first).")
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=CLUSTER_THRESHOLD, show_default=True,
-              help="Clustering threshold (use the one you passed to `vaultmem cluster`).")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True),
+              help="Clustering threshold (use the one you passed to `vaultmem cluster`) "
+                   "[default: setting cluster_threshold, 0.83].")
 @click.option("--max-cluster-size", type=click.IntRange(2, 100), default=MAX_CLUSTER_SIZE, show_default=True,
               help="Clustering size cap (as for `vaultmem cluster`).")
 @vault_option
 @output_options
 @handle_errors
 def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_threshold: float, deep: bool,
-                batch: int, threshold: float, max_cluster_size: int, vault: str | None, as_json: bool) -> None:
+                batch: int, threshold: float | None, max_cluster_size: int, vault: str | None, as_json: bool) -> None:
     """Merge or link similar memories; originals are archived, never deleted.
 
     \b
@@ -933,10 +934,13 @@ def pipeline_apply_review(file: str | None, vault: str | None, as_json: bool) ->
 @click.group(invoke_without_command=True)
 @click.option("--read-only", is_flag=True, help="Register no tool that changes the vault (search/open only).")
 @click.option("--agent", envvar="VAULTMEM_AGENT", help="This assistant's agent id (default: $VAULTMEM_AGENT).")
+@click.option("--tools", "profile", type=click.Choice(TOOL_PROFILES),
+              help="Tool profile: core (save, search, open, touch, recall), cortexgraph, mnemosyne or all "
+                   "[default: setting mcp_tools, all].")
 @vault_option
 @click.pass_context
 @handle_errors
-def mcp(ctx: click.Context, read_only: bool, agent: str | None, vault: str | None) -> None:
+def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | None, vault: str | None) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code, Cursor).
 
     stdout carries only protocol frames; logs go to stderr. `vaultmem mcp config` prints a
@@ -945,6 +949,7 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, vault: str | Non
     \b
     Example:
       vaultmem mcp --vault ~/Documents/vaultmem
+      vaultmem mcp --tools core --agent claude-desktop
       vaultmem mcp config --client claude-desktop --vault ~/Documents/vaultmem
     """
     if ctx.invoked_subcommand is not None:
@@ -954,7 +959,7 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, vault: str | Non
     store.agent = agent or None
     from vaultmem.mcp.server import serve
 
-    serve(store, read_only=read_only)
+    serve(store, read_only=read_only, profile=profile or store.settings.mcp_tools)
 
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor")
@@ -969,17 +974,20 @@ CLIENT_FILES = {
 @click.option("--client", type=click.Choice(CLIENTS), required=True, help="The MCP client to configure.")
 @click.option("--read-only", is_flag=True, help="Configure the read-only server (search/open only).")
 @click.option("--agent", help="The agent id this client's memories are saved under.")
+@click.option("--tools", "profile", type=click.Choice(TOOL_PROFILES),
+              help="Tool profile the server offers (core, cortexgraph, mnemosyne, all).")
 @click.option("--name", default="vaultmem", show_default=True, help="The server's name in the client.")
 @vault_option
 @handle_errors
-def mcp_config(client: str, read_only: bool, agent: str | None, name: str, vault: str | None) -> None:
+def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | None, name: str,
+               vault: str | None) -> None:
     """Print a client's configuration for this vault: the absolute path of this vaultmem and of
     the vault, so it works from an app that does not have your shell's PATH.
 
     \b
     Example:
       vaultmem mcp config --client claude-desktop --vault ~/Documents/vaultmem
-      vaultmem mcp config --client claude-code --agent claude-code | sh
+      vaultmem mcp config --client claude-code --agent claude-code --tools core | sh
     """
     import shlex
     import shutil
@@ -990,7 +998,8 @@ def mcp_config(client: str, read_only: bool, agent: str | None, name: str, vault
     root = resolve_vault(vault).resolve()
     beside = Path(sys.executable).parent / ("vaultmem.exe" if sys.platform == "win32" else "vaultmem")
     exe = str(beside if beside.exists() else Path(shutil.which("vaultmem") or "vaultmem").absolute())
-    args = ["mcp", "--vault", str(root)] + (["--read-only"] if read_only else []) + (["--agent", agent] if agent else [])
+    args = ["mcp", "--vault", str(root)] + (["--read-only"] if read_only else []) + (["--agent", agent] if agent else []) \
+        + (["--tools", profile] if profile else [])
     if client == "claude-code":
         click.echo(shlex.join(["claude", "mcp", "add", name, "--", exe, *args]))
         return

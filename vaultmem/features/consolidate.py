@@ -287,9 +287,17 @@ def _remembered_cluster(store: Memories, cid: str, records: Sequence[Record]) ->
     return [Cluster(cid, list(recs), round(sum(sims) / len(sims), 4))]
 
 
-def cluster(store: Memories, threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE,
+def _store_clusters(store: Memories, records: Sequence[Record], threshold: float,
+                    max_cluster_size: int) -> list[Cluster]:
+    """find_clusters, keeping clusters of at least the `min_cluster_size` setting."""
+    return [c for c in find_clusters(records, threshold, max_cluster_size) if c.size >= store.settings.min_cluster_size]
+
+
+def cluster(store: Memories, threshold: float | None = None, max_cluster_size: int = MAX_CLUSTER_SIZE,
             find_duplicates: bool = False, duplicate_threshold: float = DUPLICATE_PAIR_THRESHOLD) -> dict[str, Any]:
-    """The seed's `cluster_memories`: clusters of similar memories, or duplicate pairs."""
+    """The seed's `cluster_memories`: clusters of similar memories, or duplicate pairs.
+    `threshold` None: the `cluster_threshold` setting (0.83)."""
+    threshold = store.settings.cluster_threshold if threshold is None else threshold
     for name, value in (("threshold", threshold), ("duplicate_threshold", duplicate_threshold)):
         if not 0.0 < value <= 1.0:
             raise InvalidInput(f"{name} must be between 0 and 1, got {value}")
@@ -306,7 +314,7 @@ def cluster(store: Memories, threshold: float = CLUSTER_THRESHOLD, max_cluster_s
         return {"success": True, "mode": "duplicate_detection", "duplicates_found": len(duplicates),
                 "duplicate_threshold": duplicate_threshold, "duplicates": duplicates,
                 "message": f"Found {len(duplicates)} potential duplicate pairs"}
-    clusters = find_clusters(records, threshold, max_cluster_size)
+    clusters = _store_clusters(store, records, threshold, max_cluster_size)
     _remember_clusters(store, clusters)
     return {"success": True, "mode": "clustering", "clusters_found": len(clusters), "strategy": "similarity",
             "threshold": threshold, "max_cluster_size": max_cluster_size,
@@ -547,9 +555,11 @@ MODES = ("preview", "apply", "link")
 
 def consolidate(store: Memories, cluster_id_: str | None = None, mode: str = "preview",
                 auto_detect: bool = False, cohesion_threshold: float = COHESION_THRESHOLD,
-                threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE) -> dict[str, Any]:
+                threshold: float | None = None, max_cluster_size: int = MAX_CLUSTER_SIZE) -> dict[str, Any]:
     """The seed's `consolidate_memories`: preview, merge (apply) or link one cluster or all
-    clusters with cohesion >= cohesion_threshold (auto)."""
+    clusters with cohesion >= cohesion_threshold (auto). `threshold` None: the
+    `cluster_threshold` setting."""
+    threshold = store.settings.cluster_threshold if threshold is None else threshold
     if mode not in MODES:
         raise InvalidInput(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if not 0.0 <= cohesion_threshold <= 1.0:
@@ -557,7 +567,7 @@ def consolidate(store: Memories, cluster_id_: str | None = None, mode: str = "pr
     if bool(cluster_id_) == bool(auto_detect):
         raise InvalidInput("pass either a cluster id (--cluster) or --auto, not both and not neither")
     records = active_records(store)
-    clusters = find_clusters(records, threshold, max_cluster_size)
+    clusters = _store_clusters(store, records, threshold, max_cluster_size)
     if cluster_id_:
         chosen = [c for c in clusters if c.id == cluster_id_] or _remembered_cluster(store, cluster_id_, records)
         if not chosen:

@@ -30,13 +30,12 @@ EVIDENCE_NOTICE = (
 
 Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)] | None
-Page = Annotated[int, Field(ge=1, le=1_000_000, description="Page number (1-indexed, default 1).")] | None
-PageSize = Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description="Items per page (default 10, max 100).")] | None
+Page = Annotated[int, Field(ge=1, le=1_000_000)] | None
+PageSize = Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description="Items per page (default 10).")] | None
 PreviewLength = Annotated[int, Field(ge=0, le=MAX_PREVIEW,
-                                     description="Content preview length (default 300, 0 = full content).")] | None
+                                     description="Preview characters (default 300, 0 = all).")] | None
 MemoryRef = Annotated[str, Field(min_length=1, max_length=255,
-                                 description="Memory id: UUID, 8-char short id, note file name or path, alias, "
-                                             "or a pasted link such as [[name]] or [[folder/name|shown]].")]
+                                 description="Memory id, 8-char short id, file name, alias or [[link]].")]
 
 _BAD_NAME = re.compile(r"[\\\x00-\x1f]")
 # inside the vault only: no absolute path, no `..` or dot-folder step, also inside a pasted [[link]]
@@ -114,6 +113,48 @@ def bound_content(memories: list[dict[str, Any]], preview_length: int | None,
         memory["content_truncated"] = limit < len(text)
         memory["content"] = escape_invisible(text[:limit])
         remaining -= limit
+
+
+# -- results ----------------------------------------------------------------------------------------
+
+# A listed result (under `results`) in the text a model reads keeps what it needs to weigh and
+# use a memory; the rest stays in structuredContent and in open_memories.
+_DETAIL_KEYS = frozenset({"entities", "source", "context", "memory_type", "created_at", "strength", "status",
+                          "path", "meta", "relevance", "content_length", "age_days"})
+
+
+def model_text(result: dict[str, Any]) -> str:
+    """The text block of a tool result (what every client shows the model): compact JSON
+    without null values, each item under `results` without the detail keys, false flags
+    left out. structuredContent carries the whole result."""
+    def lean(value: Any, listed: bool = False) -> Any:
+        if isinstance(value, dict):
+            return {k: lean(v, k == "results") for k, v in value.items()
+                    if v is not None and not (listed and (k in _DETAIL_KEYS or v is False))}
+        if isinstance(value, list):
+            return [lean(v, listed) if isinstance(v, dict) else lean(v) for v in value]
+        return value
+
+    import json
+
+    if isinstance(result.get("text"), str) and "results" in result:  # search_unified: the seed's text block
+        result = {k: v for k, v in result.items() if k != "results"}  # renders the results; not twice
+    return json.dumps(lean(result), ensure_ascii=False, separators=(",", ":"))
+
+
+def lean_listing(memories: list[dict[str, Any]]) -> None:
+    """A search's memories in structuredContent, in place: the seed's keys and vaultmem's
+    useful additions, without the note's other properties and creation time (`meta`,
+    `created_at`: open_memories has them; `age_days` stays), empty `source`/`context`, or
+    `content_length` when the content was not cut."""
+    for memory in memories:
+        memory.pop("meta", None)
+        memory.pop("created_at", None)
+        for key in ("source", "context"):
+            if memory.get(key) is None:
+                memory.pop(key, None)
+        if not memory.get("content_truncated"):
+            memory.pop("content_length", None)
 
 
 # -- the registry -------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from vaultmem import __version__
-from vaultmem.base.errors import NotFound, VaultmemError, one_line, storage_error
+from vaultmem.base.errors import InvalidInput, NotFound, VaultmemError, one_line, storage_error
 from vaultmem.core.model import paginate  # noqa: F401  (re-exported for tests)
 from vaultmem.mcp import mnemosyne, tools
 from vaultmem.mcp.metrics import MeteredStore, Metrics
@@ -38,6 +38,7 @@ from vaultmem.mcp.registry import (  # noqa: F401  (re-exported for tests and em
     ToolSpec,
     check_ref,
     escape_invisible,
+    model_text,
     not_found,
     reject_nul,
     validation_message,
@@ -98,7 +99,12 @@ class Bridge:
                 return spec.handler(self.store, **arguments)
 
         try:
-            return await self.run(work)
+            result = await self.run(work)
+            if result is None:  # memory_block_get of no block: the seed's null
+                return CallToolResult(content=[], structured_content={"result": None})
+            # the text a model reads is compact (model_text); structuredContent is the result
+            return CallToolResult(content=[TextContent(type="text", text=model_text(result))],
+                                  structured_content=result)
         except VaultmemError as exc:
             log.info("tool %s rejected: %s", spec.name, exc)
             return CallToolResult(content=[TextContent(type="text", text=f"Error: {one_line(exc)}")], is_error=True)
@@ -147,13 +153,59 @@ def _tool_function(bridge: Bridge, spec: ToolSpec) -> Callable[..., Any]:
     return call
 
 
-def registered(read_only: bool = False) -> list[ToolSpec]:
-    """The tools a server offers: all of them, or only those that leave the vault alone."""
-    return [spec for spec in TOOLS.values() if not (read_only and spec.writes_vault)]
+# Tool profiles (`vaultmem mcp --tools`, setting `mcp_tools`): `core` is what an assistant
+# needs every turn; `cortexgraph` and `mnemosyne` are each seed's set; `all` is both.
+PROFILES: dict[str, frozenset[str]] = {
+    "core": frozenset({"save_memory", "search_memory", "open_memories", "touch_memory", "memory_recall"}),
+    "cortexgraph": frozenset(tools.TOOLS),
+    "mnemosyne": frozenset(mnemosyne.TOOLS),
+    "all": frozenset(TOOLS),
+}
 
 
-def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge | None = None) -> Any:
-    """An `MCPServer` with every registered tool (minus vault-changing ones when read-only)."""
+def registered(read_only: bool = False, profile: str = "all") -> list[ToolSpec]:
+    """The tools a server offers: the profile's, minus those that change the vault when read-only."""
+    if profile not in PROFILES:
+        raise InvalidInput(f"tool profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    return [spec for spec in TOOLS.values()
+            if spec.name in PROFILES[profile] and not (read_only and spec.writes_vault)]
+
+
+_LOOSE_BOUNDS = {"maxLength": 100, "maximum": 10_000, "maxItems": 50}
+
+
+def _loosen(schema: Any) -> Any:
+    """A schema without pydantic's titles and the bounds no model comes near, at any depth."""
+    if isinstance(schema, list):
+        return [_loosen(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {k: _loosen(v) for k, v in schema.items()
+            if k != "title" and not (k in _LOOSE_BOUNDS and isinstance(v, (int, float)) and v >= _LOOSE_BOUNDS[k])
+            and not (k == "minLength" and v == 1)}
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An input schema as a model needs it: without pydantic's titles, and an optional
+    parameter's `anyOf: [X, null]` with `default: null` folded to X (leave it out to get the
+    default), and bounds no model comes near (`maxLength` 50,000, page 1,000,000, 50 tags) left out.
+    Arguments are still checked against the full signature, bounds and null included."""
+    props = {}
+    for name, prop in schema.get("properties", {}).items():
+        variants = prop.get("anyOf")
+        if (variants and len(variants) == 2 and {"type": "null"} in variants and "default" in prop
+                and prop["default"] is None):
+            inner = next(v for v in variants if v != {"type": "null"})
+            prop = {**inner, **{k: v for k, v in prop.items() if k not in ("anyOf", "default")}}
+        props[name] = _loosen(prop)
+    out = {k: v for k, v in schema.items() if k not in ("title", "properties")}
+    out["properties"] = props
+    return out
+
+
+def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge | None = None,
+                 profile: str = "all") -> Any:
+    """An `MCPServer` with the profile's tools (minus vault-changing ones when read-only)."""
     from mcp.server import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError
     from mcp.types import Resource, ToolAnnotations
@@ -208,6 +260,25 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
                     raise ToolError(f"Error: {name}: {validation_message(exc.__cause__)}") from None
                 raise
 
+        async def list_tools(self) -> list[Any]:
+            """The SDK's tool list made lean (every model turn carries it, docs/mcp.md
+            "Budgets"): the description's first paragraph (what a model needs to choose the
+            tool; docs/mcp.md has the rest), compact input schemas, no output schema (results
+            are plain JSON objects), no display titles (clients show the name), and of the
+            annotations only readOnlyHint: true on a tool that only reads and destructiveHint: false on one
+            that writes (readOnlyHint's default is false)."""
+            lean = []
+            for tool in await super().list_tools():
+                hints = tool.annotations
+                if hints is not None:
+                    hints = hints.model_copy(update={"title": None, "open_world_hint": None, **(
+                        {"destructive_hint": None} if hints.read_only_hint else {"read_only_hint": None})})
+                summary = " ".join((tool.description or "").split("\n\n", 1)[0].split())
+                lean.append(tool.model_copy(update={"description": summary, "annotations": hints, "title": None,
+                                                    "input_schema": compact_schema(tool.input_schema),
+                                                    "output_schema": None}))
+            return lean
+
         async def list_resources(self) -> list[Resource]:
             """The best-scoring memories as browsable resources (bounded; read any by id)."""
             found = await active.run(lambda: active.store.search(None, top_k=RESOURCE_LIST_LIMIT))
@@ -218,7 +289,7 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
             ]
 
     mode = " (read-only)" if read_only else ""
-    specs = registered(read_only)
+    specs = registered(read_only, profile)
     server = VaultServer(SERVER_NAME, title=f"vaultmem{mode}", version=__version__,
                          instructions=build_instructions({spec.name for spec in specs}))
     server.bridge = active  # type: ignore[attr-defined]
@@ -227,6 +298,7 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
             _tool_function(active, spec), name=spec.name, title=spec.title, description=spec.description,
             annotations=ToolAnnotations(title=spec.title, read_only_hint=not spec.writes_vault,
                                         destructive_hint=False, open_world_hint=False),
+            structured_output=False,  # Bridge.call sends the result as structuredContent itself
         )
 
     @server.resource(URI_PREFIX + "{memory_id}", name="memory", mime_type="text/markdown",
@@ -252,15 +324,15 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.setLevel(level)
 
 
-def serve(store: MemoryStore, *, read_only: bool = False) -> None:
+def serve(store: MemoryStore, *, read_only: bool = False, profile: str = "all") -> None:
     """Run the stdio server until the client closes stdin."""
     configure_logging()
     # An assistant makes bursts of calls: re-scan the vault for Obsidian edits at most once
     # a second instead of before every call (10,000 stats each time).
     store.freshness_ttl = 1.0
     store.long_lived = True  # embeddings (when installed) load once here: hybrid by default
-    server = build_server(store, read_only=read_only)
-    tools = sorted(spec.name for spec in registered(read_only))
+    server = build_server(store, read_only=read_only, profile=profile)
+    tools = sorted(spec.name for spec in registered(read_only, profile))
     log.info("vaultmem %s serving %s over stdio%s: %s", __version__, store.vault.root,
              " (read-only)" if read_only else "", ", ".join(tools))
     try:

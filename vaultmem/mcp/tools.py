@@ -24,7 +24,6 @@ from pydantic import Field
 
 from vaultmem.base.errors import InvalidInput, NotFound, SecretBlocked
 from vaultmem.core.model import (
-    CLUSTER_THRESHOLD,
     COHESION_THRESHOLD,
     DUPLICATE_PAIR_THRESHOLD,
     MAX_CLUSTER_SIZE,
@@ -45,6 +44,7 @@ from vaultmem.mcp.registry import (
     ToolGroup,
     bound_content,
     check_ref,
+    lean_listing,
     not_found,
 )
 from vaultmem.store import MemoryStore
@@ -89,8 +89,8 @@ GUIDANCE: dict[str, str] = {
 @TOOLS.tool(writes_vault=True, title="Save a memory")
 def save_memory(
     store: MemoryStore,
-    content: Annotated[str, Field(max_length=MAX_CONTENT, description="The content to remember (max 50,000 chars).")],
-    tags: Annotated[Tags, Field(description="Tags for categorization (max 50 tags, each max 100 chars).")] = None,
+    content: Annotated[str, Field(max_length=MAX_CONTENT, description="The content to remember.")],
+    tags: Annotated[Tags, Field(description="Tags for the memory.")] = None,
     entities: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=100)] | None = None,
     source: Annotated[str, Field(max_length=500)] | None = None,
     context: Annotated[str, Field(max_length=1000)] | None = None,
@@ -117,15 +117,14 @@ def save_memory(
 @TOOLS.tool(writes_vault=False, title="Search memories")
 def search_memory(
     store: MemoryStore,
-    query: Annotated[str, Field(max_length=MAX_CONTENT, description="Text query to search for.")] | None = None,
-    tags: Annotated[Tags, Field(description="Only memories with any of these tags (max 50); as in Obsidian, "
-                                            "'infra' also finds 'infra/db', and inline #tags count.")] = None,
-    top_k: Annotated[int, Field(ge=1, le=100, description="Maximum results before pagination (1-100).")] = 10,
+    query: Annotated[str, Field(max_length=MAX_CONTENT)] | None = None,
+    tags: Annotated[Tags, Field(description="Only memories with any of these tags ('infra' finds 'infra/db').")] = None,
+    top_k: Annotated[int, Field(ge=1, le=100, description="Maximum results before pagination.")] = 10,
     window_days: Annotated[int, Field(ge=1, le=3650, description="Only memories used in the last N days.")] | None = None,
-    min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Minimum decay score (0.0-1.0).")] | None = None,
+    min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Minimum decay score.")] | None = None,
     use_embeddings: Annotated[bool, Field(description="Semantic search (not installed: text search is used).")] = False,
     include_review_candidates: Annotated[bool, Field(
-        description="Blend in relevant memories due for review (review_candidate: true).")] = True,
+        description="Blend in memories due for review.")] = True,
     page: Page = None,
     page_size: PageSize = None,
     preview_length: PreviewLength = None,
@@ -143,6 +142,7 @@ def search_memory(
                          mode="hybrid" if semantic and query else None, literal_fallback=True)
     results, pagination = paginate(found["results"], page, page_size)
     bound_content(results, DEFAULT_PREVIEW if preview_length is None else preview_length)
+    lean_listing(results)
     result = {"success": True, "count": len(results), "results": results, "pagination": pagination,
               "evidence_notice": EVIDENCE_NOTICE}
     notes = [found["message"]] if found.get("message") else []
@@ -202,15 +202,14 @@ def open_memories(
 @TOOLS.tool(writes_vault=False, title="Search memories and vault notes together")
 def search_unified(
     store: MemoryStore,
-    query: Annotated[str, Field(max_length=MAX_CONTENT, description="Text query to search for.")] | None = None,
-    tags: Annotated[Tags, Field(description="Only items with any of these tags (max 50); as in Obsidian, "
-                                            "'infra' also finds 'infra/db', and inline #tags count.")] = None,
-    limit: Annotated[int, Field(ge=1, le=100, description="Maximum total results before pagination (1-100).")] = 10,
-    stm_weight: Annotated[float, Field(ge=0.0, le=2.0, description="Weight for short-term memories (0-2).")] = 1.0,
+    query: Annotated[str, Field(max_length=MAX_CONTENT)] | None = None,
+    tags: Annotated[Tags, Field(description="Only items with any of these tags ('infra' finds 'infra/db').")] = None,
+    limit: Annotated[int, Field(ge=1, le=100, description="Maximum results before pagination.")] = 10,
+    stm_weight: Annotated[float, Field(ge=0.0, le=2.0, description="Weight of short-term memories.")] = 1.0,
     ltm_weight: Annotated[float, Field(ge=0.0, le=2.0,
-                                       description="Weight for long-term memories and vault notes (0-2).")] = 0.7,
+                                       description="Weight of long-term memories and vault notes.")] = 0.7,
     window_days: Annotated[int, Field(ge=1, le=3650, description="Only STM memories used in the last N days.")] | None = None,
-    min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Minimum STM decay score (0.0-1.0).")] | None = None,
+    min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Minimum decay score of short-term memories.")] | None = None,
     page: Page = None,
     page_size: PageSize = None,
     preview_length: PreviewLength = None,
@@ -237,8 +236,8 @@ def search_unified(
 def observe_memory_usage(
     store: MemoryStore,
     memory_ids: Annotated[list[Annotated[str, Field(max_length=255)]], Field(
-        min_length=1, max_length=MAX_IDS, description="Ids of the memories used in your answer (1-100).")],
-    context_tags: Annotated[Tags, Field(description="Tags of the current conversation (max 50).")] = None,
+        min_length=1, max_length=MAX_IDS, description="Ids of the memories used in your answer.")],
+    context_tags: Annotated[Tags, Field(description="Tags of the current conversation.")] = None,
 ) -> dict[str, Any]:
     """Reinforce memories you actually used in an answer (use_count, review_count; cross-domain boost).
 
@@ -254,8 +253,8 @@ def gc(
     store: MemoryStore,
     dry_run: Annotated[bool, Field(description="Preview only (default true).")] = True,
     archive_instead: Annotated[bool, Field(
-        description="Move to memory/archive/ instead of the vault's .trash/ (nothing is ever unlinked).")] = False,
-    limit: Annotated[int, Field(ge=1, le=10_000, description="Maximum memories to process (1-10,000).")] | None = None,
+        description="Archive instead of moving to the vault's .trash/.")] = False,
+    limit: Annotated[int, Field(ge=1, le=10_000, description="Maximum memories to process.")] | None = None,
 ) -> dict[str, Any]:
     """Move short-term memories whose score fell below the forget threshold out of the way.
 
@@ -272,11 +271,11 @@ def gc(
 def promote_memory(
     store: MemoryStore,
     memory_id: Annotated[str, Field(min_length=1, max_length=255,
-                                    description="Memory to promote: UUID, 8-char short id or file name.")] | None = None,
+                                    description="Memory to promote.")] | None = None,
     auto_detect: Annotated[bool, Field(description="Find every memory that meets the criteria.")] = False,
     dry_run: Annotated[bool, Field(description="Preview without moving anything.")] = False,
     target: Annotated[str, Field(max_length=50, description='Storage target; only "obsidian".')] = "obsidian",
-    force: Annotated[bool, Field(description="Promote memory_id even if it does not meet the criteria.")] = False,
+    force: Annotated[bool, Field(description="Promote even if the criteria are not met.")] = False,
 ) -> dict[str, Any]:
     """Move memories that earned it from memory/stm/ to memory/ltm/ (status promoted).
 
@@ -315,12 +314,12 @@ def cluster_memories(
     store: MemoryStore,
     strategy: Annotated[str, Field(max_length=50, description='Clustering strategy; only "similarity".')] = "similarity",
     threshold: Annotated[Threshold, Field(
-        description=f"Similarity that links two memories (0-1, default {CLUSTER_THRESHOLD}).")] | None = None,
+        description="Similarity that links two memories (default 0.83).")] | None = None,
     max_cluster_size: Annotated[int, Field(ge=2, le=100,
                                            description=f"Largest cluster (2-100, default {MAX_CLUSTER_SIZE}).")] | None = None,
     find_duplicates: Annotated[bool, Field(description="List likely duplicate pairs instead of clusters.")] = False,
     duplicate_threshold: Annotated[Threshold, Field(
-        description=f"Similarity for a duplicate pair (0-1, default {DUPLICATE_PAIR_THRESHOLD}).")] | None = None,
+        description=f"Similarity of a duplicate pair (default {DUPLICATE_PAIR_THRESHOLD}).")] | None = None,
 ) -> dict[str, Any]:
     """Groups of similar memories with stable ids (pass one to consolidate_memories), or duplicate pairs.
 
@@ -328,7 +327,7 @@ def cluster_memories(
     """
     if strategy != "similarity":
         raise InvalidInput(f'strategy must be "similarity", got {strategy!r}')
-    result = store.cluster(threshold=CLUSTER_THRESHOLD if threshold is None else threshold,
+    result = store.cluster(threshold=threshold,
                            max_cluster_size=MAX_CLUSTER_SIZE if max_cluster_size is None else max_cluster_size,
                            find_duplicates=find_duplicates,
                            duplicate_threshold=DUPLICATE_PAIR_THRESHOLD if duplicate_threshold is None else duplicate_threshold)
@@ -341,18 +340,19 @@ def cluster_memories(
 def consolidate_memories(
     store: MemoryStore,
     cluster_id: Annotated[str, Field(max_length=100,
-                                     description="A cluster id from cluster_memories (cluster-<12 hex>).")] | None = None,
+                                     description="A cluster id from cluster_memories.")] | None = None,
     mode: Annotated[str, Field(max_length=20, description='"preview" (default), "apply" (merge) or "link".')] = "preview",
     auto_detect: Annotated[bool, Field(description="Act on every cluster with cohesion >= cohesion_threshold.")] = False,
     cohesion_threshold: Annotated[float, Field(ge=0.0, le=1.0,
-                                               description=f"Minimum cohesion to merge (0-1, default {COHESION_THRESHOLD}).")
+                                               description="Minimum cohesion to merge.")
                                   ] = COHESION_THRESHOLD,
 ) -> dict[str, Any]:
     """Preview, merge (mode=apply) or link (mode=link) a cluster of similar memories.
 
     apply writes one merged memory and moves the originals to memory/archive/ (nothing is
     deleted); link adds `related` relations both ways. Clusters are those of cluster_memories
-    at its default threshold (CLUSTER_THRESHOLD, 0.83) and size (MAX_CLUSTER_SIZE, 12).
+    at its default threshold (setting cluster_threshold, 0.83) and size (12), or remembered from
+    its last listing at another threshold.
     """
     if mode not in ("preview", "apply", "link"):
         raise InvalidInput(f'mode must be "preview", "apply" or "link", got {mode!r}')
@@ -380,7 +380,7 @@ def read_graph(
     status: Annotated[str, Field(max_length=20,
                                  description='Filter: "active", "promoted", "archived" or "all".')] = "active",
     include_scores: Annotated[bool, Field(description="Include decay scores and age.")] = True,
-    limit: Annotated[int, Field(ge=1, le=10_000, description="Maximum memories (1-10,000).")] | None = None,
+    limit: Annotated[int, Field(ge=1, le=10_000, description="Maximum memories.")] | None = None,
     page: Page = None,
     page_size: PageSize = None,
 ) -> dict[str, Any]:
@@ -401,7 +401,7 @@ def create_relation(
     to_memory_id: MemoryRef,
     relation_type: Annotated[str, Field(max_length=64, description="related, causes, supports, contradicts, "
                                                                    "has_decision or consolidated_from.")],
-    strength: Annotated[float, Field(ge=0.0, le=1.0, description="Relation strength (0.0-1.0).")] = 1.0,
+    strength: Annotated[float, Field(ge=0.0, le=1.0, description="Relation strength.")] = 1.0,
     metadata: Annotated[dict[str, Any], Field(max_length=20, description="Additional metadata (flat).")] | None = None,
 ) -> dict[str, Any]:
     """Relate two memories with a typed link, written into the first memory's ## Relations section."""
@@ -409,7 +409,7 @@ def create_relation(
                         relation_type, strength, metadata)
 
 
-Message = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT, description="The user's message (max 50,000 chars).")]
+Message = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT)]
 
 
 def _message(value: str) -> str:

@@ -449,6 +449,8 @@ class Index:
                 return self.rebuild(progress)
             on_disk = self.vault.scan()
             new, changed, removed = self.diff(on_disk)
+        except sqlite3.ProgrammingError:  # a misuse (another thread's connection), not a damaged file
+            raise
         except sqlite3.DatabaseError:
             return self.rebuild(progress)
         self.remove_leftovers()

@@ -115,6 +115,8 @@ def context(store: Memories, prompt: str | None, agent: str | None) -> dict[str,
     snap = last_snapshot(store, agent)
     memories: list[dict[str, Any]] = []
     seen: set[str] = set()
+    if not store.settings.auto_recall:  # the seed's autoRecall: false, session recovery only
+        prompt = ""
     if prompt and R._plain(prompt):
         for r in R.recall(store, prompt[:RECALL_QUERY_CHARS], limit=CONTEXT_LIMIT, min_score=0.3,
                           agent=agent)["results"]:
@@ -274,8 +276,9 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
 
 
-def noteworthy(turns: list[tuple[str, str]]) -> list[str]:
-    """Up to 3 user statements worth keeping (<= 500 chars each), most noteworthy first."""
+def noteworthy(turns: list[tuple[str, str]], max_chars: int = CAPTURE_MAX_CHARS) -> list[str]:
+    """Up to 3 user statements worth keeping (<= max_chars each, the seed's captureMaxChars),
+    most noteworthy first."""
     scored = []
     order = 0
     for role, text in turns:
@@ -289,8 +292,8 @@ def noteworthy(turns: list[tuple[str, str]]) -> list[str]:
             if weight:
                 clean = re.sub(r"^(?:please\s+)?remember(?: that)?[:,]?\s+", "", sent, flags=re.I)
                 clean = clean[:1].upper() + clean[1:]
-                if len(clean) > CAPTURE_MAX_CHARS:
-                    clean = clean[:CAPTURE_MAX_CHARS].rsplit(" ", 1)[0]
+                if len(clean) > max_chars:
+                    clean = clean[:max_chars].rsplit(" ", 1)[0]
                 scored.append((-weight, order, clean))
     scored.sort()
     picked: list[str] = []
@@ -349,7 +352,9 @@ def capture(store: Memories, raw: str, agent: str | None, follow_path: bool = Fa
     rel = f"{store.settings.sessions_dir.strip('/')}/session-{now.strftime('%Y%m%d-%H%M%S')}-{sid[:8]}.md"
     store.vault.create_exclusive(store.vault.abs(rel), text)
     store.index.refresh([rel])
-    captured = [ingest.store_memory(store, t, agent=agent, captured=True) for t in noteworthy(turns)]
+    # the seed's autoCapture: false keeps the snapshot and the feedback, captures nothing
+    picked = noteworthy(turns, store.settings.capture_max_chars) if store.settings.auto_capture else []
+    captured = [ingest.store_memory(store, t, agent=agent, captured=True) for t in picked]
     signal = implicit_feedback(turns)
     fb = None
     if signal:

@@ -26,7 +26,6 @@ from vaultmem.features.mnemosyne import recall as R
 if TYPE_CHECKING:
     from vaultmem.storage.index import Record
 
-AUTO_LINK_SIMILARITY = 0.70
 MAX_AUTO_LINKS = 5
 CANDIDATE_POOL = 50
 LINK_PROPERTY = "related"
@@ -88,8 +87,11 @@ def store_memory(store: Memories, text: str, *, importance: float | None = None,
                 "entities": dup.entities, "confidenceTag": R.confidence_tag(R.confidence_of(dup.props)),
                 "duplicateOf": dup.id, "similarity": round(dup_similarity, 4),
                 "message": f"Near-duplicate of {(dup.id or '')[:8]}; nothing was stored"}
-    linked = [rec for score, rec in similar if score > AUTO_LINK_SIMILARITY][:MAX_AUTO_LINKS]
-    agents = {agent or ""} | {rec.agent or "" for score, rec in similar if score >= AUTO_LINK_SIMILARITY}
+    # the seed's enableAutoLink and autoLinkThreshold
+    threshold = store.settings.auto_link_threshold
+    linked = [rec for score, rec in similar if score > threshold][:MAX_AUTO_LINKS] \
+        if store.settings.enable_auto_link else []
+    agents = {agent or ""} | {rec.agent or "" for score, rec in similar if score >= threshold}
     agents.discard("")
     source = source or ("auto-capture" if captured else "manual")
     confidence = R.confidence_score(R.CAPTURED_QUALITY if captured else R.DIRECT_QUALITY, max(1, len(agents)), source)

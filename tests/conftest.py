@@ -36,7 +36,7 @@ def _isolated_env(monkeypatch, tmp_path):
     import os
 
     for name in list(os.environ):
-        if name.startswith(("VAULTMEM_", "CORTEXGRAPH_")):
+        if name.startswith(("VAULTMEM_", "CORTEXGRAPH_")) or name == "LTM_VAULT_PATH":
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("VAULTMEM_NOW", NOW.strftime("%Y-%m-%dT%H:%M:%SZ"))

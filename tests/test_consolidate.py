@@ -277,6 +277,26 @@ def test_deep_consolidation_four_phases(store, fx, clock, vault_path):
     assert (vault_path / fx["dark"]["path"]).read_text() == dark_text
 
 
+def test_deep_dry_run_reports_the_same_four_phases_and_changes_nothing(store, fx, clock, vault_path):
+    import datetime as dt
+
+    popular = store.save("The build cache lives in /var/cache/ci and is shared by all runners.")
+    for _ in range(11):
+        store.touch(popular["memory_id"])
+    weak = store.save("The printer on floor two jams with A3 paper.", strength=1.2)
+    store.modify(store.resolve(weak["memory_id"]), lambda c: {"last_used": clock() - dt.timedelta(days=60)})
+    before = {p: p.read_bytes() for p in sorted(vault_path.rglob("*.md"))}
+    dry = store.deep_consolidate(dry_run=True)
+    assert {p: p.read_bytes() for p in sorted(vault_path.rglob("*.md"))} == before
+    assert (dry["dryRun"], dry["contradictions"], dry["nearDuplicatesMerged"], dry["popularPromoted"],
+            dry["staleDemoted"]) == (True, 1, 1, 1, 1)
+    assert dry["merged"][0]["kept_id"] == fx["pg2"]["memory_id"] and dry["links_rewritten"] == []
+    real = store.deep_consolidate()
+    assert [real[k] for k in ("contradictions", "nearDuplicatesMerged", "popularPromoted", "staleDemoted")] == [
+        1, 1, 1, 1]
+    assert real["dryRun"] is False and real["merged"][0]["kept_id"] == fx["pg2"]["memory_id"]
+
+
 def test_deep_batch_is_validated(store):
     with pytest.raises(InvalidInput, match="batch must be between 1 and 1000, got 0"):
         store.deep_consolidate(batch=0)
@@ -290,6 +310,13 @@ def test_cli_deep(runner, vault_path):
     assert out.output.splitlines()[:4] == ["Contradictions found: 0", "Duplicates merged:    1",
                                            "Popular promoted:     0", "Stale demoted:        0"]
     assert out.output.splitlines()[4].startswith("Processed 2 memories in ")
+    store.save("The staging database runs PostgreSQL 16 on port 5433.", dedupe=False)
+    dry = invoke(runner, "consolidate", "--deep", "--dry-run")
+    assert dry.output.splitlines()[:5] == ["[DRY RUN] nothing was changed", "Contradictions found: 0",
+                                           "Duplicates to merge:  1", "Popular to promote:   0",
+                                           "Stale to demote:      0"]
+    assert invoke(runner, "consolidate", "--dry-run").output.splitlines()[-1] == (
+        "Error: --dry-run goes with --deep; --mode preview previews a cluster merge")
 
 
 from hypothesis import given, settings  # noqa: E402

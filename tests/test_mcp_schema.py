@@ -139,7 +139,8 @@ MNEMOSYNE: dict[str, dict[str, tuple[str, bool]]] = {
     "memory_consolidate": {"batchSize": (INT, False)},
 }
 # Parameters vaultmem adds to a seed tool, with the reason (documented in docs/mnemosyne.md).
-MNEMOSYNE_EXTRA = {("memory_store", "private"): "the issue's --private (visible to the storing agent only)"}
+MNEMOSYNE_EXTRA = {("memory_store", "private"): "the issue's --private (visible to the storing agent only)",
+                   ("memory_consolidate", "dryRun"): "the seed CLI's consolidate --dry-run"}
 MNEMOSYNE_PENDING: dict[str, str] = {}
 
 

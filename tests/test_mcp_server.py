@@ -322,6 +322,22 @@ def test_paginate_edges():
     assert paginate(list(range(25)), 3, 10)[0] == [20, 21, 22, 23, 24]
 
 
+_QUESTION = st.lists(st.one_of(
+    st.sampled_from(["When", "did", "Joanna", "watch", "AND", "OR", "NOT", "title:", "tags:x", "*", "?", "~2",
+                     "^3", "[a TO b]", "{", "}", "(", ")", '"', "'", "\\", "/", ":", "-", "+", "!", "&&", "||"]),
+    st.text(min_size=1, max_size=12)), min_size=1, max_size=40).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_QUESTION)
+def test_any_question_a_person_types_is_searched_over_mcp(server, question):
+    """What an assistant passes on (quotes, brackets, query syntax, any script) is searched,
+    literally when it does not parse; never an error, unless it is empty or too long."""
+    result = call(server, "search_memory", {"query": question[:2000]})
+    if question.strip() and "\x00" not in question:
+        assert not result.is_error, (question, result.content[0].text)
+
+
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=300))
 def test_check_ref_accepts_only_plain_names(value):

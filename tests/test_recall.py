@@ -206,6 +206,24 @@ def test_archived_excluded_and_fading_penalised(store, clock, vault_path):
     assert by_id[fresh["memory_id"]]["decayStatus"] == "active"
 
 
+def test_an_exact_match_outranks_fresh_loosely_related_memories(store, clock):
+    """The issue's repro: an exact match that is fading ranked 5th behind four memories that
+    shared one word with the query and had just been reinforced; minScore 0.3 kept them."""
+    exact = store.save("We deployed auth v2.3 to production on the 3rd", memory_type="episodic")
+    clock.advance(days=40)
+    loose = [store.save(f"Kubernetes node pool {i} autoscaling notes: scale up at 70% CPU, "
+                        f"scale down after 10 idle minutes; the auth sidecar restarts with it", dedupe=False)
+             for i in range(4)]
+    for _ in range(6):
+        for m in loose:
+            store.touch(m["memory_id"])
+    found = store.recall("when did we deploy auth v2.3", min_score=0)["results"]
+    assert found[0]["id"] == exact["memory_id"] and found[0]["decayStatus"] == "fading"
+    assert all(r["signals"]["similarity"] < 0.2 and r["score"] < 0.3 for r in found[1:])
+    assert [r["id"] for r in store.recall("when did we deploy auth v2.3", min_score=0.3)["results"]] == [
+        exact["memory_id"]]
+
+
 def test_min_score_and_limit(store):
     for i in range(6):
         store.save(f"Redis replica {i} runs on port 63{80 + i}")

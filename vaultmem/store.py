@@ -166,9 +166,10 @@ class MemoryStore(Memories):
         return consolidate.consolidate(self, cluster_id, mode, auto_detect, cohesion_threshold,
                                        threshold, max_cluster_size)
 
-    def deep_consolidate(self, batch: int = 100) -> dict[str, Any]:
-        """Mnemosyne's memory_consolidate: contradictions, near-duplicates, promotion, demotion."""
-        return consolidate.deep_consolidate(self, batch)
+    def deep_consolidate(self, batch: int = 100, dry_run: bool = False) -> dict[str, Any]:
+        """Mnemosyne's memory_consolidate: contradictions, near-duplicates, promotion, demotion
+        (dry_run: the report only)."""
+        return consolidate.deep_consolidate(self, batch, dry_run)
 
     def pipeline_run(self, agent: str | None = None, dry_run: bool = False, scheduled: bool = False,
                      interval_hours: float = 1.0) -> dict[str, Any]:

@@ -816,6 +816,7 @@ def cluster(threshold: float | None, max_cluster_size: int, duplicates: bool, du
               "promotion, demotion (applies changes).")
 @click.option("--batch", type=click.IntRange(1, 1000), default=100, show_default=True,
               help="With --deep: memories to examine (most recently used first).")
+@click.option("--dry-run", is_flag=True, help="With --deep: report what the four phases would do, change nothing.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True),
               help="Clustering threshold (use the one you passed to `vaultmem cluster`) "
                    "[default: setting cluster_threshold, 0.83].")
@@ -825,7 +826,8 @@ def cluster(threshold: float | None, max_cluster_size: int, duplicates: bool, du
 @output_options
 @handle_errors
 def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_threshold: float, deep: bool,
-                batch: int, threshold: float | None, max_cluster_size: int, vault: str | None, as_json: bool) -> None:
+                batch: int, dry_run: bool, threshold: float | None, max_cluster_size: int, vault: str | None,
+                as_json: bool) -> None:
     """Merge or link similar memories; originals are archived, never deleted.
 
     \b
@@ -833,18 +835,25 @@ def consolidate(cluster_id: str | None, auto_detect: bool, mode: str, cohesion_t
       vaultmem consolidate --auto --mode preview
       vaultmem consolidate --cluster cluster-3f2a9c1b7d4e --mode apply
       vaultmem consolidate --deep --batch 500
+      vaultmem consolidate --deep --dry-run
     """
+    if dry_run and not deep:
+        raise click.UsageError("--dry-run goes with --deep; --mode preview previews a cluster merge")
     if deep:
         if cluster_id or auto_detect:
             raise click.UsageError("--deep runs on its own; drop --cluster/--auto")
-        report = _store(vault).deep_consolidate(batch=batch)
+        report = _store(vault).deep_consolidate(batch=batch, dry_run=dry_run)
         if as_json:
             emit_json(report)
             return
-        click.echo(f"Contradictions found: {report['contradictions']}")
-        click.echo(f"Duplicates merged:    {report['nearDuplicatesMerged']}")
-        click.echo(f"Popular promoted:     {report['popularPromoted']}")
-        click.echo(f"Stale demoted:        {report['staleDemoted']}")
+        if dry_run:
+            click.echo("[DRY RUN] nothing was changed")
+        rows = [("Contradictions found", "contradictions"),
+                ("Duplicates to merge" if dry_run else "Duplicates merged", "nearDuplicatesMerged"),
+                ("Popular to promote" if dry_run else "Popular promoted", "popularPromoted"),
+                ("Stale to demote" if dry_run else "Stale demoted", "staleDemoted")]
+        for label, key in rows:
+            click.echo(f"{label + ':':22}{report[key]}")
         click.echo(f"Processed {report['processedCount']} memories in {report['durationMs']}ms")
         _echo_moves(report)
         return

@@ -654,7 +654,7 @@ def has_contradiction(records: Sequence[Record]) -> bool:
     return len({negated(r.content) for r in records}) > 1
 
 
-def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
+def deep_consolidate(store: Memories, batch: int = 100, dry_run: bool = False) -> dict[str, Any]:
     """Mnemosyne's four phases over the `batch` most recently used active/promoted memories.
 
     1. contradictions: similarity in [0.70, 0.92) and a negation mismatch; surfaced as
@@ -664,6 +664,8 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
     3. popular promotion: use_count > 10 -> moved to memory/ltm, status promoted.
     4. stale demotion: 30+ days idle and decay score < 0.3 (importance): a promoted memory
        goes back to memory/stm; an active one loses 0.1 strength (not below 1.0).
+
+    dry_run: the same report (the seed's `consolidate --dry-run`), nothing written or moved.
     """
     import time
 
@@ -686,14 +688,17 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
         a, b = recs[i], recs[j]
         if negated(a.content) != negated(b.content):
             if s < CONTRADICTION_BAND[1]:
-                relate(store, a, b, "contradicts")
-                relate(store, b, a, "contradicts")
+                if not dry_run:
+                    relate(store, a, b, "contradicts")
+                    relate(store, b, a, "contradicts")
                 contradictions.append({"id1": a.id, "id2": b.id, "similarity": round(s, 4),
                                        "content1_preview": preview(a.content), "content2_preview": preview(b.content)})
             continue
         if s >= NEAR_DUPLICATE and i not in consumed and j not in consumed:
             keep, drop = sorted((a, b), key=lambda r: (-r.use_count, r.created or 0.0, r.id or ""))
-            merged.append(absorb(store, keep, drop, now, s, moves))
+            merged.append({"kept_id": keep.id, "archived_id": drop.id, "archived_path": drop.path,
+                           "similarity": round(s, 4)} if dry_run
+                          else absorb(store, keep, drop, now, s, moves))
             consumed.update((i, j))
     promoted, demoted = [], []
     for n, rec in enumerate(recs):
@@ -701,6 +706,9 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
             continue
         cur = store.index.get(rec.path) or rec
         if cur.status == "active" and cur.use_count > POPULAR_USES:
+            if dry_run:
+                promoted.append({"memory_id": cur.id, "vault_path": cur.path, "use_count": cur.use_count})
+                continue
             # Mnemosyne promotes on popularity alone, so the lifecycle criteria are forced
             result = lifecycle.promote(store, cur.id, apply=True, force=True)
             promotions.append(result)
@@ -713,10 +721,11 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
         critical = str(cur.props.get("urgency") or "").lower() == "critical"  # never stale, however quiet
         if idle >= STALE_DAYS and not cur.pinned and not critical and store.score_of(cur, now) < STALE_IMPORTANCE:
             if cur.status == "promoted":
-                path = move_record(store, cur, "active", {"demoted_at": now}, moves)
+                path = cur.path if dry_run else move_record(store, cur, "active", {"demoted_at": now}, moves)
                 demoted.append({"memory_id": cur.id, "vault_path": path, "action": "moved to short-term"})
             elif cur.strength > 1.0:
-                store.modify(cur, lambda c: {"strength": round(max(1.0, c.strength - 0.1), 3), "demoted_at": now})
+                if not dry_run:
+                    store.modify(cur, lambda c: {"strength": round(max(1.0, c.strength - 0.1), 3), "demoted_at": now})
                 demoted.append({"memory_id": cur.id, "vault_path": cur.path, "action": "strength lowered"})
     report = lifecycle.move_report(moves)
     for result in promotions:
@@ -724,6 +733,7 @@ def deep_consolidate(store: Memories, batch: int = 100) -> dict[str, Any]:
         report["renamed"] += result["renamed"]
     return {
         "success": True,
+        "dryRun": dry_run,
         "contradictions": len(contradictions),
         "nearDuplicatesMerged": len(merged),
         "popularPromoted": len(promoted),

@@ -27,7 +27,7 @@ AgentId = Annotated[str, Field(min_length=1, max_length=200, description="Agent 
 def memory_recall(
     store: MemoryStore,
     query: Query,
-    limit: Annotated[int, Field(ge=1, description="Maximum results (over 100 counts as 100).")] = 5,
+    limit: Annotated[int, Field(ge=1, description="Maximum results (max 100, clamped).")] = 5,
     minScore: Annotated[float, Field(ge=0.0, le=1.0, description="Leave out results below this (default 0.3).")] = 0.3,
 ) -> dict[str, Any]:
     """Recall memories ranked by meaning, recency, importance, use and type, with confidence tags.
@@ -61,19 +61,20 @@ def memory_forget(
 @TOOLS.tool(writes_vault=True, title="Consolidate memories (four phases)")
 def memory_consolidate(
     store: MemoryStore,
-    batchSize: Annotated[int, Field(ge=1, description="Memories per batch (over 1000 counts as 1000).")] = 100,
+    batchSize: Annotated[int, Field(ge=1, description="Memories per batch (max 1000, clamped).")] = 100,
+    dryRun: Annotated[bool, Field(description="Report only.")] = False,
 ) -> dict[str, Any]:
     """Detect contradictions, merge near-duplicates, promote popular and demote stale memories.
 
     Originals of a merge are archived (moved to memory/archive), never deleted; contradictions
     are linked with `contradicts` relations for a person to resolve.
     """
-    return store.deep_consolidate(min(batchSize, 1000))  # the seed's maximum, clamped
+    return store.deep_consolidate(min(batchSize, 1000), dry_run=dryRun)  # the seed's maximum, clamped
 
 
 @TOOLS.tool(writes_vault=False, title="Read a shared block")
 def memory_block_get(store: MemoryStore, name: BlockName) -> dict[str, Any] | None:
-    """Read a named shared block: content, version, lastWriter, updatedAt (null if it does not exist)."""
+    """Read a named shared block (null if it does not exist)."""
     return store.block_get(name)
 
 
@@ -94,7 +95,7 @@ def memory_feedback(
     memoryId: Annotated[str, Field(max_length=255, description="One memory (default: the last recall's results).")]
     | None = None,
 ) -> dict[str, Any]:
-    """Report whether recalled memories helped; useful ones are promoted to core (ratio > 0.7 after 3 hits)."""
+    """Report whether recalled memories helped (useful ones become core)."""
     ref = check_ref("memoryId", memoryId) if memoryId else None
     return store.feedback(signal, ref)
 
@@ -104,7 +105,7 @@ def memory_toma(
     store: MemoryStore,
     agentId: AgentId,
     topic: Query,
-    limit: Annotated[int, Field(ge=1, description="Maximum results (over 100 counts as 100).")] = 5,
+    limit: Annotated[int, Field(ge=1, description="Maximum results (max 100, clamped).")] = 5,
 ) -> dict[str, Any]:
     """What a specific agent knows about a topic, with its knowledge profile (read-only).
 

@@ -177,8 +177,8 @@ def open_memories(
     store: MemoryStore,
     memory_ids: Annotated[str | Annotated[list[str], Field(max_length=MAX_IDS)],
                           Field(description="One memory id or a list of up to 100 ids.")],
-    include_relations: Annotated[bool, Field(description="Include relations from/to these memories.")] = True,
-    include_scores: Annotated[bool, Field(description="Include decay scores and age.")] = True,
+    include_relations: Annotated[bool, Field(description="Include relations.")] = True,
+    include_scores: Annotated[bool, Field(description="Include scores.")] = True,
     page: Page = None,
     page_size: PageSize = None,
 ) -> dict[str, Any]:
@@ -239,7 +239,7 @@ def observe_memory_usage(
         min_length=1, max_length=MAX_IDS, description="Ids of the memories used in your answer.")],
     context_tags: Annotated[Tags, Field(description="Tags of the current conversation.")] = None,
 ) -> dict[str, Any]:
-    """Reinforce memories you actually used in an answer (use_count, review_count; cross-domain boost).
+    """Reinforce memories you used in an answer.
 
     Call it for memories incorporated into a response, not for every search result.
     Unknown ids are listed with status not_found.
@@ -321,7 +321,7 @@ def cluster_memories(
     duplicate_threshold: Annotated[Threshold, Field(
         description=f"Similarity of a duplicate pair (default {DUPLICATE_PAIR_THRESHOLD}).")] | None = None,
 ) -> dict[str, Any]:
-    """Groups of similar memories with stable ids (pass one to consolidate_memories), or duplicate pairs.
+    """Groups of similar memories (ids for consolidate_memories), or duplicate pairs.
 
     At most 50 clusters / 100 pairs are returned, strongest first (`truncated: true` when cut).
     """
@@ -342,7 +342,7 @@ def consolidate_memories(
     cluster_id: Annotated[str, Field(max_length=100,
                                      description="A cluster id from cluster_memories.")] | None = None,
     mode: Annotated[str, Field(max_length=20, description='"preview" (default), "apply" (merge) or "link".')] = "preview",
-    auto_detect: Annotated[bool, Field(description="Act on every cluster with cohesion >= cohesion_threshold.")] = False,
+    auto_detect: Annotated[bool, Field(description="Act on every cluster above cohesion_threshold.")] = False,
     cohesion_threshold: Annotated[float, Field(ge=0.0, le=1.0,
                                                description="Minimum cohesion to merge.")
                                   ] = COHESION_THRESHOLD,
@@ -379,7 +379,7 @@ def read_graph(
     store: MemoryStore,
     status: Annotated[str, Field(max_length=20,
                                  description='Filter: "active", "promoted", "archived" or "all".')] = "active",
-    include_scores: Annotated[bool, Field(description="Include decay scores and age.")] = True,
+    include_scores: Annotated[bool, Field(description="Include scores.")] = True,
     limit: Annotated[int, Field(ge=1, le=10_000, description="Maximum memories.")] | None = None,
     page: Page = None,
     page_size: PageSize = None,
@@ -404,7 +404,7 @@ def create_relation(
     strength: Annotated[float, Field(ge=0.0, le=1.0, description="Relation strength.")] = 1.0,
     metadata: Annotated[dict[str, Any], Field(max_length=20, description="Additional metadata (flat).")] | None = None,
 ) -> dict[str, Any]:
-    """Relate two memories with a typed link, written into the first memory's ## Relations section."""
+    """Relate two memories with a typed link (written into the first one's note)."""
     return store.relate(check_ref("from_memory_id", from_memory_id), check_ref("to_memory_id", to_memory_id),
                         relation_type, strength, metadata)
 
@@ -420,7 +420,7 @@ def _message(value: str) -> str:
 
 @TOOLS.tool(writes_vault=False, title="Should this message be remembered?")
 def analyze_message(store: MemoryStore, message: Message) -> dict[str, Any]:
-    """Decide whether a user message holds something worth saving, with suggested tags, entities, strength.
+    """Whether a user message is worth saving, with suggested tags, entities, strength.
 
     confidence > 0.7: save it; 0.4-0.7: ask the user first. Nothing is written.
     """
@@ -429,7 +429,7 @@ def analyze_message(store: MemoryStore, message: Message) -> dict[str, Any]:
 
 @TOOLS.tool(writes_vault=False, title="Should memory be searched for this message?")
 def analyze_for_recall(store: MemoryStore, message: Message) -> dict[str, Any]:
-    """Decide whether a user message asks about the past, with a suggested search_memory query.
+    """Whether a user message asks about the past, with a suggested search query.
 
     confidence > 0.7: search; 0.4-0.7: ask the user first. Nothing is written.
     """
@@ -469,7 +469,7 @@ def backfill_embeddings(
 # Metrics tools read the bridge's own counters, so they receive the Metrics object.
 @TOOLS.tool(writes_vault=False, title="Performance metrics")
 def get_performance_metrics(store: MeteredStore) -> dict[str, Any]:
-    """Per-operation counts, errors and timings (total/avg/p95/max ms) since start or reset."""
+    """Per-operation counts, errors and timings (ms) since start or reset."""
     snapshot = store.metrics.snapshot()
     return {"success": True, **snapshot,
             "message": "store: MemoryStore operations; tools: whole tool calls including validation"}

@@ -196,8 +196,13 @@ def type_relevance(intent: str, memory_type: str | None) -> float:
 
 
 def composite(signals: Mapping[str, float], intent: str, fading: bool = False) -> float:
-    """sum(weight * signal) for the intent, times FADING_PENALTY when fading."""
-    total = sum(w * signals[name] for name, w in zip(SIGNALS, WEIGHTS[intent], strict=True))
+    """The intent's weighted sum of the signals, times FADING_PENALTY when fading. Recency,
+    importance, frequency and type count in proportion to the similarity: they order memories
+    that answer the query, they cannot lift one that does not (a memory that shares one word
+    with the query, however fresh and used, stays below an exact match, and below minScore)."""
+    sim = signals["similarity"]
+    total = sum(w * (signals[name] if name == "similarity" else sim * signals[name])
+                for name, w in zip(SIGNALS, WEIGHTS[intent], strict=True))
     return total * (FADING_PENALTY if fading else 1.0)
 
 

@@ -246,7 +246,7 @@ def test_unreadable_note_is_reported_not_fatal(vault_path, running, reader):  # 
 
 def test_ignored_paths_never_reach_the_index(vault_path, running, reader):
     r = running()
-    (vault_path / ".obsidian").mkdir()
+    (vault_path / ".obsidian").mkdir(exist_ok=True)
     (vault_path / ".obsidian/workspace.md").write_text("x", encoding="utf-8")
     (vault_path / "memory/stm/notes.txt").write_text("plain text", encoding="utf-8")
     (vault_path / "memory/stm/.#lock.md").write_text("emacs", encoding="utf-8")

@@ -20,6 +20,7 @@ from vaultmem.features import (
     doctor,
     graph,
     lifecycle,
+    obsidian,
     pipeline,
 )
 from vaultmem.features.mnemosyne import (
@@ -37,6 +38,27 @@ __all__ = ["MemoryStore", "Progress", "UnifiedQuery"]
 
 class MemoryStore(Memories):
     """A vault's memories and every feature over them: the adapters' only entry point."""
+
+    def init(self) -> dict[str, Any]:
+        """The vault layout, then Obsidian's side: vaultmem's property types in
+        .obsidian/types.json and the memory/Memories.base dashboard (obsidian.setup)."""
+        result = super().init()
+        if not self.vault.read_only:
+            done = obsidian.setup(self)
+            if done["types"]["added"]:
+                result["created"].append(f"{done['types']['path']} ({len(done['types']['added'])} property types)")
+            if done["base"]["status"] in ("created", "updated"):
+                result["created"].append(done["base"]["path"])
+        return result
+
+    def obsidian_setup(self, *, template: bool = False, dry_run: bool = False) -> dict[str, Any]:
+        """Property types, the Bases dashboard (kept in step with the config) and, with
+        template, the note template in the vault's templates folder."""
+        return obsidian.setup(self, template=template, dry_run=dry_run)
+
+    def obsidian_uri(self, rel: str) -> str:
+        """obsidian://open?vault=...&file=... for a vault path."""
+        return obsidian.obsidian_uri(self.vault.root, rel)
 
     def open(self, refs: Sequence[str], *, include_relations: bool = False,
              include_scores: bool = True, page: int | None = None, page_size: int | None = None) -> dict[str, Any]:

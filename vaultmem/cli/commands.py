@@ -18,9 +18,12 @@ from vaultmem.cli.common import (
     _store,
     emit_json,
     handle_errors,
+    links_option,
+    open_in_obsidian,
     output_options,
     progress_for,
     quiet_option,
+    shown_path,
     vault_option,
     warn_malformed,
 )
@@ -128,6 +131,7 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
               help="Meaning only (embeddings; needs vaultmem[embeddings]).")
 @click.option("--hybrid", "mode", flag_value="hybrid",
               help="Words and meaning fused (default when embeddings are installed and backfilled).")
+@links_option
 @vault_option
 @output_options
 @quiet_option
@@ -135,7 +139,7 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
 def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | None,
            min_score: float | None, status: str | None, no_review: bool, unified: bool, limit: int,
            stm_weight: float, ltm_weight: float, page: int, page_size: int, preview_length: int,
-           verbose: bool, mode: str | None, vault: str | None, as_json: bool, quiet: bool) -> None:
+           verbose: bool, mode: str | None, links: bool, vault: str | None, as_json: bool, quiet: bool) -> None:
     """Search memories: relevance blended with the decay score.
 
     Words are OR-ed (more matching words rank higher); use "quotes" for a phrase,
@@ -150,6 +154,7 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
       vaultmem search "authentication" --top-k 5 --tag auth
       vaultmem search "architecture" --unified --page 2 --verbose
       vaultmem search "how do we log in to the API" --hybrid
+      vaultmem search "deploy" --links
     """
     store = _store(vault, quiet=quiet or as_json)
     if unified:
@@ -176,7 +181,7 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
         click.echo(f"{n:>2}. [{item['score']:.2f}]{mark} {first_line}")
         tags_text = ", ".join(item["tags"]) or "-"
         click.echo(f"    {item['id'][:8]} · {item['status']} · tags: {tags_text} · "
-                   f"used {item['use_count']}× · {item['age_days']:g} days old · {item['path']}")
+                   f"used {item['use_count']}× · {item['age_days']:g} days old · {shown_path(store, item['path'], links)}")
 
 
 def _search_unified(store: Any, q: UnifiedQuery, verbose: bool, quiet: bool, as_json: bool) -> None:
@@ -258,11 +263,13 @@ def analyze(message: str, recall: bool, vault: str | None, as_json: bool) -> Non
 @click.option("--relations", is_flag=True, help="Also show outgoing and incoming relations.")
 @click.option("--page", type=int, help="Page of the memories to show (1-indexed).")
 @click.option("--page-size", type=int, help="Memories per page (max 100).")
+@click.option("--in-obsidian", is_flag=True, help="Open the memories in Obsidian (through their obsidian:// links).")
+@links_option
 @vault_option
 @output_options
 @handle_errors
-def open_(refs: tuple[str, ...], relations: bool, page: int | None, page_size: int | None,
-          vault: str | None, as_json: bool) -> None:
+def open_(refs: tuple[str, ...], relations: bool, page: int | None, page_size: int | None, in_obsidian: bool,
+          links: bool, vault: str | None, as_json: bool) -> None:
     """Show memories by id, 8-char short id or file name.
 
     \b
@@ -270,16 +277,24 @@ def open_(refs: tuple[str, ...], relations: bool, page: int | None, page_size: i
       vaultmem open 7f3c2a1e
       vaultmem open use-jwt-tokens-for-authentication-in-all-7f3c2a1e
       vaultmem open 7f3c2a1e 1a2b3c4d --relations --json
+      vaultmem open "[[pool settings]]" --in-obsidian
     """
     store = _store(vault)
     result = store.open(list(refs), include_relations=relations, page=page, page_size=page_size)
+    if in_obsidian and not result["not_found"]:
+        for memory in result["memories"]:
+            open_in_obsidian(store.obsidian_uri(memory["path"]))
+            if not as_json:
+                click.echo(f"opened {memory['path']} in Obsidian")
+        if not as_json:
+            return
     if as_json:
         emit_json(result)
     else:
         for i, memory in enumerate(result["memories"]):
             if i:
                 click.echo("")
-            click.echo(f"{memory['id']}  ({memory['path']})")
+            click.echo(f"{memory['id']}  ({shown_path(store, memory['path'], links)})")
             click.echo(f"status: {memory['status']} · score {memory['score']:.4f} · used {memory['use_count']}× · "
                        f"strength {memory['strength']:g} · created {memory['created_at']} · last used {memory['last_used']}")
             if memory["tags"]:
@@ -497,10 +512,11 @@ def observe(refs: tuple[str, ...], context_tags: tuple[str, ...], vault: str | N
 @click.option("--apply", is_flag=True, help="Move the memories (default: preview only).")
 @click.option("--delete", is_flag=True, help="Move them to the vault's .trash/ instead of memory/archive/.")
 @click.option("--limit", type=click.IntRange(1, 10_000), help="Process at most N memories (lowest score first).")
+@links_option
 @vault_option
 @output_options
 @handle_errors
-def gc(apply: bool, delete: bool, limit: int | None, vault: str | None, as_json: bool) -> None:
+def gc(apply: bool, delete: bool, limit: int | None, links: bool, vault: str | None, as_json: bool) -> None:
     """Archive short-term memories whose score fell under the forget threshold (0.05).
 
     Without --apply it only shows what would move. Nothing is ever unlinked: --delete
@@ -511,7 +527,8 @@ def gc(apply: bool, delete: bool, limit: int | None, vault: str | None, as_json:
       vaultmem gc
       vaultmem gc --apply --limit 50
     """
-    result = _store(vault).gc(apply=apply, delete=delete, limit=limit)
+    store = _store(vault)
+    result = store.gc(apply=apply, delete=delete, limit=limit)
     if as_json:
         emit_json(result)
         return
@@ -519,7 +536,8 @@ def gc(apply: bool, delete: bool, limit: int | None, vault: str | None, as_json:
     if result["total_affected"]:
         click.echo(f"score sum: {result['freed_score_sum']:.4f}")
         for c in result["candidates"]:
-            click.echo(f"  {c['id'][:8]} [{c['score']:.4f}] {c['title']} · {c['path']}")
+            where = c["path"] if apply else shown_path(store, c["path"], links)  # applied: moved away
+            click.echo(f"  {c['id'][:8]} [{c['score']:.4f}] {c['title']} · {where}")
         more = result["total_affected"] - len(result["candidates"])
         if more > 0:
             click.echo(f"  (+{more} more)")
@@ -542,10 +560,12 @@ def _echo_moves(result: dict[str, Any]) -> None:
 @click.option("--apply/--dry-run", default=False, show_default=True,
               help="Move the notes; without --apply it only shows what would move (as gc does).")
 @click.option("--force", is_flag=True, help="Promote REF even if it does not meet the criteria.")
+@links_option
 @vault_option
 @output_options
 @handle_errors
-def promote(ref: str | None, auto: bool, apply: bool, force: bool, vault: str | None, as_json: bool) -> None:
+def promote(ref: str | None, auto: bool, apply: bool, force: bool, links: bool, vault: str | None,
+            as_json: bool) -> None:
     """Promote memories to long-term: move memory/stm/ -> memory/ltm/ (status: promoted).
 
     Without REF, every memory that meets the criteria: score >= 0.65 after at least one
@@ -559,13 +579,15 @@ def promote(ref: str | None, auto: bool, apply: bool, force: bool, vault: str | 
       vaultmem promote --apply
       vaultmem promote 7f3c2a1e --force --apply
     """
-    result = _store(vault).promote(ref, auto=auto or not ref, apply=apply, force=force)
+    store = _store(vault)
+    result = store.promote(ref, auto=auto or not ref, apply=apply, force=force)
     if as_json:
         emit_json(result)
         return
     click.echo(result["message"])
     for c in result["candidates"]:
-        click.echo(f"  {c['id'][:8]} [{c['score']:.2f}] {c['title']} · {c['path']}")
+        where = c["path"] if apply else shown_path(store, c["path"], links)  # applied: moved away
+        click.echo(f"  {c['id'][:8]} [{c['score']:.2f}] {c['title']} · {where}")
         click.echo(f"      used {c['use_count']}× · {c['age_days']:g} days · {c['reason']} · {c['content_preview']}")
     _echo_moves(result)
 
@@ -1016,8 +1038,87 @@ def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | N
     click.echo(f"# merge into {CLIENT_FILES[client]}, then restart the client", err=True)
 
 
+@click.group()
+def obsidian() -> None:
+    """vaultmem inside Obsidian: property types, the Memories.base dashboard, the note template."""
+
+
+@obsidian.command(name="setup")
+@click.option("--template", is_flag=True,
+              help="Also place the 'vaultmem memory' note template in the vault's templates folder.")
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@vault_option
+@output_options
+@handle_errors
+def obsidian_setup(template: bool, dry_run: bool, vault: str | None, as_json: bool) -> None:
+    """Add vaultmem's property types to .obsidian/types.json (your entries stay as they are),
+    write or refresh memory/Memories.base (run it again after changing the decay model), and
+    with --template the note template. Safe to run again: what is in place is left alone.
+
+    \b
+    Example:
+      vaultmem obsidian setup
+      vaultmem obsidian setup --template --dry-run
+    """
+    result = _store(vault).obsidian_setup(template=template, dry_run=dry_run)
+    if as_json:
+        emit_json(result)
+        return
+    would = "would add" if dry_run else "added"
+    types = result["types"]
+    click.echo(f"{types['path']}: {would} {len(types['added'])} property types" if types["added"]
+               else f"{types['path']}: every vaultmem property type is set")
+    status = {"yours": "yours (no vaultmem line at the top): left as it is", "unchanged": "up to date"}
+    for key in ("base", "template"):
+        if key in result:
+            item = result[key]
+            click.echo(f"{item['path']}: {status.get(item['status'], ('would be ' if dry_run else '') + item['status'])}")
+
+
+@click.group(name="agent-skill")
+def agent_skill() -> None:
+    """The vaultmem Agent Skill: a SKILL.md that teaches an assistant the CLI (lighter than MCP)."""
+
+
+@agent_skill.command(name="install")
+@click.argument("folder", required=False, type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Replace a vaultmem/SKILL.md that differs from this version.")
+@output_options
+@handle_errors
+def agent_skill_install(folder: str | None, force: bool, as_json: bool) -> None:
+    """Copy the skill to FOLDER/vaultmem/SKILL.md (default: ~/.claude/skills, where Claude Code
+    looks; other assistants that load Agent Skills have their own folder).
+
+    \b
+    Example:
+      vaultmem agent-skill install
+      vaultmem agent-skill install ./.claude/skills
+    """
+    from pathlib import Path
+
+    from vaultmem.base.config import TEMPLATE_DIR
+    from vaultmem.base.errors import InvalidInput
+
+    text = (TEMPLATE_DIR / "skills" / "vaultmem" / "SKILL.md").read_text(encoding="utf-8")
+    dest = Path(folder or "~/.claude/skills").expanduser().absolute() / "vaultmem" / "SKILL.md"
+    try:
+        old: str | None = dest.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = None
+    if old is not None and old != text and not force:
+        raise InvalidInput(f"{dest} exists and differs from this version; pass --force to replace it")
+    status = "unchanged" if old == text else ("replaced" if old is not None else "installed")
+    if status != "unchanged":
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+    if as_json:
+        emit_json({"success": True, "path": str(dest), "status": status})
+    else:
+        click.echo(f"{status} {dest}")
+
+
 # Registered by vaultmem.cli in this order (click lists them alphabetically in --help).
 COMMANDS = (
     init, save, search, backfill_embeddings, analyze, open_, relate, graph, backlinks, doctor, touch, observe, gc, promote,
-    decay_curve, maintain, stats, config, index, watch, cluster, consolidate, pipeline, mcp,
+    decay_curve, maintain, stats, config, index, watch, cluster, consolidate, pipeline, mcp, obsidian, agent_skill,
 )

@@ -90,3 +90,64 @@ def warn_malformed(store: Any, quiet: bool) -> None:
         click.echo(f"warning: skipped malformed note {path}: {reason}", err=True)
     if len(report.malformed) > 10:
         click.echo(f"warning: ... and {len(report.malformed) - 10} more (see `vaultmem index status`)", err=True)
+
+
+# -- links out to Obsidian ------------------------------------------------------------------------
+
+
+def links_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--links", is_flag=True,
+                        help="Print each note's obsidian:// link (a terminal that supports hyperlinks "
+                             "makes the path clickable anyway).")(fn)
+
+
+def hyperlinks_supported() -> bool:
+    """Whether stdout is a terminal known to render OSC 8 hyperlinks (FORCE_HYPERLINK=1/0
+    overrides; a pipe never gets escape codes)."""
+    import os
+
+    forced = os.environ.get("FORCE_HYPERLINK")
+    if forced is not None:
+        return forced not in ("", "0")
+    if not sys.stdout.isatty() or os.environ.get("TERM") == "dumb":
+        return False
+    if os.environ.get("TERM_PROGRAM") in ("iTerm.app", "WezTerm", "vscode", "Hyper", "ghostty", "Tabby"):
+        return True
+    if os.environ.get("KITTY_WINDOW_ID") or os.environ.get("WT_SESSION") or os.environ.get("KONSOLE_VERSION"):
+        return True
+    vte = os.environ.get("VTE_VERSION", "")
+    return vte.isdigit() and int(vte) >= 5000
+
+
+def shown_path(store: Any, rel: str, links: bool) -> str:
+    """A vault path as a person can follow it: with --links the obsidian:// link after it; on a
+    terminal that renders hyperlinks, the path itself is the link."""
+    uri = store.obsidian_uri(rel)
+    if links:
+        return f"{rel}  {uri}"
+    if hyperlinks_supported():
+        return f"\x1b]8;;{uri}\x1b\\{rel}\x1b]8;;\x1b\\"
+    return rel
+
+
+def open_in_obsidian(uri: str) -> None:
+    """Hand an obsidian:// link to the system's opener (open, xdg-open, the Windows shell)."""
+    import os
+    import shutil
+    import subprocess
+
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        try:
+            os.startfile(uri)  # type: ignore[attr-defined]
+        except OSError as exc:
+            raise VaultmemError(f"Windows cannot open obsidian:// links ({exc.strerror}); install Obsidian") from None
+        return
+    opener = "open" if sys.platform == "darwin" else "xdg-open"
+    exe = shutil.which(opener)
+    if exe is None:
+        raise VaultmemError(f"cannot open obsidian:// links here: {opener} is not installed; "
+                            "open the note in Obsidian by hand, or print its link with --links")
+    done = subprocess.run([exe, uri], capture_output=True, text=True, timeout=30, check=False)
+    if done.returncode != 0:
+        raise VaultmemError(f"no application opened the obsidian:// link ({opener} exited {done.returncode}); "
+                            "install Obsidian, or print the link with --links")

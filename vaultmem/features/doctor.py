@@ -102,6 +102,17 @@ def credentials(store: Memories, cat: Catalog) -> list[Problem]:
     return problems
 
 
+def dashboard(store: Memories, cat: Catalog) -> list[Problem]:
+    """vaultmem's Bases dashboard computes the score with an older configuration."""
+    from vaultmem.features import obsidian
+
+    if not obsidian.base_stale(store):
+        return []
+    rel = obsidian.base_path(store).relative_to(store.vault.root).as_posix()
+    return [{"check": "dashboard", "path": rel,
+             "message": f"{rel} no longer matches .vaultmem/config.yaml; run `vaultmem obsidian setup`"}]
+
+
 CHECKS: list[tuple[str, Check]] = [
     ("broken_links", broken_links),
     ("duplicate_ids", duplicate_ids),
@@ -109,6 +120,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("malformed_notes", malformed_notes),
     ("conflict_copies", conflict_copies),
     ("credentials", credentials),
+    ("dashboard", dashboard),
 ]
 
 

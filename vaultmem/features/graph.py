@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -368,6 +369,11 @@ def backlinks(store: Memories, ref: str) -> dict[str, Any]:
 # -- canvas ---------------------------------------------------------------------------------------
 
 NODE_WIDTH, NODE_HEIGHT = 400, 240
+# JSON Canvas preset colours: 1 red, 2 orange, 3 yellow, 4 green, 5 cyan, 6 purple. A
+# memory's colour says its status; one due for review (score in the danger zone) is yellow;
+# the person's own notes keep the default colour.
+STATUS_COLORS = {"active": "5", "promoted": "4", "archived": "2"}
+REVIEW_COLOR = "3"
 
 
 def _canvas_id(*parts: str) -> str:
@@ -409,6 +415,9 @@ def export_canvas(store: Memories, out: Path | str, *, status: str = "all", arou
             frontier = nxt
     nodes_json = []
     node_id = {}
+    records = store.index.by_paths(sorted(members))
+    now = store.now()
+    zone = (store.settings.review_danger_zone_min, store.settings.review_danger_zone_max)
     for r, ring in enumerate(rings):
         for i, path in enumerate(ring):
             if around is None:  # a grid
@@ -419,17 +428,28 @@ def export_canvas(store: Memories, out: Path | str, *, status: str = "all", arou
                 angle = 2 * math.pi * i / len(ring)
                 x, y = round(radius * math.cos(angle)), round(radius * math.sin(angle))
             node_id[path] = _canvas_id("node", path)
-            nodes_json.append({"id": node_id[path], "type": "file", "file": path, "x": int(x), "y": int(y),
-                               "width": NODE_WIDTH, "height": NODE_HEIGHT})
+            node: dict[str, Any] = {"id": node_id[path], "type": "file", "file": path, "x": int(x), "y": int(y),
+                                    "width": NODE_WIDTH, "height": NODE_HEIGHT}
+            rec = records.get(path)
+            if rec is not None and rec.kind == "memory":
+                # a bigger card for a memory used more and held stronger: up to 1.5x at 10 uses, strength 2
+                grow = 1 + 0.25 * min(rec.use_count, 10) / 10 + 0.25 * (min(max(rec.strength, 1.0), 2.0) - 1)
+                node["width"], node["height"] = round(NODE_WIDTH * grow), round(NODE_HEIGHT * grow)
+                score = store.score_of(rec, now)
+                due = rec.status == "active" and zone[0] <= score <= zone[1]
+                node["color"] = REVIEW_COLOR if due else STATUS_COLORS.get(rec.status or "", "5")
+            nodes_json.append(node)
     edges_json, seen = [], set()
     for e in all_edges:
         if e.src in members and e.dst in members:
-            eid = _canvas_id("edge", e.src, str(e.pos))
-            if eid in seen:
+            key = (e.src, e.dst, e.type or "")
+            if key in seen:  # a note linking twice to one note (body and relation, two mentions): one edge
                 continue
-            seen.add(eid)
-            edge = {"id": eid, "fromNode": node_id[e.src], "toNode": node_id[e.dst],
-                    "toEnd": "arrow", "label": e.type}
+            seen.add(key)
+            edge = {"id": _canvas_id("edge", *key), "fromNode": node_id[e.src], "toNode": node_id[e.dst],
+                    "toEnd": "arrow"}
+            if e.type and e.type != "links_to":  # a typed relation is labelled; a plain link is not
+                edge["label"] = e.type
             edges_json.append(edge)
     canvas = {"nodes": nodes_json, "edges": edges_json}
     target = store.vault.abs(rel)
@@ -514,6 +534,11 @@ def validate_canvas(data: Any) -> list[str]:
                 problems.append(f"edge {e.get('id')!r}: bad {key}")
         if "label" in e and not isinstance(e["label"], str):
             problems.append(f"edge {e.get('id')!r}: label is not text")
+    for item in [*nodes, *edges]:
+        color = item.get("color")
+        if color is not None and not (color in ("1", "2", "3", "4", "5", "6")
+                                      or (isinstance(color, str) and re.fullmatch(r"#[0-9A-Fa-f]{6}", color))):
+            problems.append(f"{item.get('id')!r}: color {color!r} is neither a preset (1-6) nor #RRGGBB")
     return problems
 
 

@@ -43,6 +43,9 @@ def _isolated_env(monkeypatch, tmp_path):
     # The default suite never loads the embedding model, even where the extra is installed;
     # tests marked `embeddings` switch it on (run them with `pytest -m embeddings`).
     monkeypatch.setenv("VAULTMEM_EMBEDDINGS", "off")
+    # saves fill in entities before returning, so no background process edits a test's notes;
+    # tests of the background path set it to `background`
+    monkeypatch.setenv("VAULTMEM_SAVE_ENRICHMENT", "now")
     # a time a note holds without a zone is in this machine's zone (setting `timezone`): UTC here
     import time
 

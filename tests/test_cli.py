@@ -38,8 +38,8 @@ def test_save_json(runner):
     data = json.loads(invoke(runner, "save", "x marks the spot", "--json").output)
     assert set(data) == {"success", "status", "memory_id", "path", "message", "has_embedding", "enrichment_applied",
                          "auto_entities", "calculated_strength", "entities", "memory_type", "urgency", "domain",
-                         "priority"}
-    assert data["status"] == "created" and data["enrichment_applied"] is True
+                         "priority", "enrichment"}
+    assert data["status"] == "created" and data["enrichment_applied"] is True and data["enrichment"] == "done"
 
 
 def test_no_results(runner):

@@ -114,7 +114,7 @@ def test_save_writes_one_note_with_the_seed_keys(server, vault_path):
                     "path": f"memory/stm/use-jwt-tokens-for-auth-{mid[:8]}.md",
                     "message": f"Memory saved with ID: {mid}", "has_embedding": False, "enrichment_applied": True,
                     "auto_entities": 1, "calculated_strength": 1.5, "entities": ["JWT"], "memory_type": "semantic",
-                    "urgency": "reference", "domain": "technical", "priority": 0.6}
+                    "urgency": "reference", "domain": "technical", "priority": 0.6, "enrichment": "done"}
     text = (vault_path / data["path"]).read_text().replace(f'"{mid}"', mid)
     assert text == (f'---\nid: {mid}\ncreated: 2026-11-22T10:15:00Z\nlast_used: 2026-11-22T10:15:00Z\n'
                     "use_count: 0\nstrength: 1.5\nstatus: active\nmemory_type: semantic\ntags:\n  - auth\n"

@@ -77,10 +77,29 @@ class Pending:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._paths: set[str] = set()
+        self._fences: list[str] = []  # commands waiting for the index (storage/fence.py)
+        self._taken_fences: list[str] = []  # the fences behind the batch take() last returned
         self._full = False
         self._first = 0.0
         self._last = 0.0
         self.events = 0
+
+    def add_fence(self, rel: str) -> None:
+        """A command's fence: everything pending is applied at once, no debounce, then answered."""
+        with self._cond:
+            now = time.monotonic()
+            if not (self._paths or self._full or self._fences):
+                self._first = now
+            self._last = now
+            self._fences.append(rel)
+            self._cond.notify()
+
+    def take_fences(self) -> list[str]:
+        """The fences that arrived before the batch take() returned (taken with it, atomically:
+        a fence is answered only after every event before it is applied)."""
+        with self._cond:
+            fences, self._taken_fences = self._taken_fences, []
+            return fences
 
     def add(self, rels: list[str], full: bool = False) -> None:
         with self._cond:
@@ -99,11 +118,13 @@ class Pending:
         with self._cond:
             while True:
                 now = time.monotonic()
-                if self._paths or self._full:
+                if self._paths or self._full or self._fences:
                     quiet, age = now - self._last, now - self._first
-                    if quiet >= debounce or age >= max_delay:
+                    if quiet >= debounce or age >= max_delay or self._fences:
                         batch, full = self._paths, self._full
                         self._paths, self._full = set(), False
+                        self._taken_fences += self._fences
+                        self._fences = []
                         return batch, full
                     wait = min(debounce - quiet, max_delay - age)
                 else:
@@ -379,6 +400,9 @@ class Watcher:
                 if kind == "moved":
                     paths.append(event.dest_path)
                 rels = [r for r in map(rel_of, paths) if r is not None]
+                if kind == "created" and not event.is_directory and rels and MemoryStore.is_fence(rels[0]):
+                    pending.add_fence(rels[0])  # a command waits: after every earlier event
+                    return
                 if event.is_directory:
                     # A folder created, moved or deleted: its notes move with it. Rescan,
                     # unless the folder is one vaultmem ignores (.git, .obsidian, ...).
@@ -472,7 +496,10 @@ class Watcher:
             timeout = max(0.0, min(0.25, next_tick - time.monotonic()))
             taken = self.pending.take(timeout, self.debounce, self.max_delay)
             if taken is not None:
-                self.apply(*taken)
+                fences = self.pending.take_fences()  # the events before these fences are in `taken`
+                if taken[0] or taken[1]:
+                    self.apply(*taken)
+                self.store.answer_fences(fences)
             self._merge_segments()
             now = time.monotonic()
             if now >= next_tick and not self.stop_event.is_set():

@@ -101,6 +101,9 @@ class Settings:
     enable_preprocessing: bool = True  # auto entities/strength/type on save
     spacy_model: str = ""  # an installed trained pipeline (e.g. en_core_web_sm); "" = rules only
     dedupe_on_save: bool = True  # a near-identical save reinforces the existing memory
+    # a cold `vaultmem save`: `background` writes the note at once and a background process
+    # fills in the entities (spaCy's import is most of a cold save); `now` waits for them
+    save_enrichment: str = "background"
     duplicate_threshold: float = 0.9  # word-sequence similarity at which a save is a duplicate
     recall_cooldown_minutes: float = 60.0  # auto-recall reinforces one memory at most this often
     # robustness
@@ -187,6 +190,8 @@ class Settings:
             except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of zones (`Europe`)
                 raise ConfigError(f"timezone {self.timezone!r} is not an IANA zone name; use one like Europe/Berlin, "
                                   "or leave it empty for this machine's zone") from None
+        if self.save_enrichment not in ("background", "now"):
+            raise ConfigError(f"save_enrichment must be background or now, got {self.save_enrichment!r}")
         if self.mcp_tools not in TOOL_PROFILES:
             raise ConfigError(f"mcp_tools must be one of {', '.join(TOOL_PROFILES)}, got {self.mcp_tools!r}")
         for name in ("auto_link_threshold", "cluster_threshold"):

@@ -24,6 +24,7 @@ from vaultmem.cli.common import (
     progress_for,
     quiet_option,
     shown_path,
+    spawn_enrichment,
     vault_option,
     warn_malformed,
 )
@@ -72,17 +73,22 @@ def init(path: str | None, vault: str | None, as_json: bool) -> None:
               help="memory_type (default: classified from the content).")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Extra property (repeatable).")
 @click.option("--allow-duplicate", is_flag=True, help="Save even when a near-identical memory exists.")
+@click.option("--enrich-now", is_flag=True,
+              help="Fill in the entities before returning (loads spaCy, ~1 s) instead of in the background.")
 @vault_option
 @output_options
 @handle_errors
 def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source: str | None,
          context: str | None, strength: float | None, memory_type: str | None, meta: tuple[str, ...],
-         allow_duplicate: bool, vault: str | None, as_json: bool) -> None:
+         allow_duplicate: bool, enrich_now: bool, vault: str | None, as_json: bool) -> None:
     """Save a memory as a new note in memory/stm/ and print its id.
 
     Entities, strength, memory_type, urgency and domain are filled in from the content
-    unless given. Content that looks like a credential is refused (nothing is written);
-    a near-identical memory is reinforced instead of copied (its id is printed).
+    unless given. The note is written at once; the entities (spaCy, about a second to load)
+    are filled in by a background process moments later (`--json` says `enrichment:
+    pending`), unless --enrich-now or the setting save_enrichment: now. Content that looks
+    like a credential is refused (nothing is written); a near-identical memory is
+    reinforced instead of copied (its id is printed).
 
     \b
     Example:
@@ -91,9 +97,12 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
     from vaultmem.core.model import parse_meta
 
     store = _store(vault)
+    defer = not enrich_now and store.settings.save_enrichment == "background"
     result = store.save(content, tags=tags, entities=list(entities) or None, source=source,
                         context=context, strength=strength, memory_type=memory_type,
-                        meta=parse_meta(meta), dedupe=not allow_duplicate)
+                        meta=parse_meta(meta), dedupe=not allow_duplicate, defer_entities=defer)
+    if result.get("enrichment") == "pending":
+        result["enrichment_pid"] = spawn_enrichment(store.vault.root)
     if as_json:
         emit_json(result)
     else:
@@ -1038,6 +1047,27 @@ def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | N
     click.echo(f"# merge into {CLIENT_FILES[client]}, then restart the client", err=True)
 
 
+@click.command(name="enrich-pending")
+@vault_option
+@output_options
+@quiet_option
+@handle_errors
+def enrich_pending(vault: str | None, as_json: bool, quiet: bool) -> None:
+    """Fill in the entities of memories saved with background enrichment. `vaultmem save`
+    starts this in the background by itself; run it by hand if that process was killed.
+
+    \b
+    Example:
+      vaultmem enrich-pending --json
+    """
+    result = _store(vault, quiet=True).enrich_pending()
+    if as_json:
+        emit_json(result)
+    elif not quiet:
+        click.echo(f"enriched {result['enriched']}, kept {result['kept']} edited by you, "
+                   f"{result['gone']} gone, {result['pending']} pending")
+
+
 @click.group()
 def obsidian() -> None:
     """vaultmem inside Obsidian: property types, the Memories.base dashboard, the note template."""
@@ -1121,4 +1151,5 @@ def agent_skill_install(folder: str | None, force: bool, as_json: bool) -> None:
 COMMANDS = (
     init, save, search, backfill_embeddings, analyze, open_, relate, graph, backlinks, doctor, touch, observe, gc, promote,
     decay_curve, maintain, stats, config, index, watch, cluster, consolidate, pipeline, mcp, obsidian, agent_skill,
+    enrich_pending,
 )

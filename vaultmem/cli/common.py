@@ -22,6 +22,7 @@ def _store(vault: str | None, quiet: bool = False) -> Any:
     root = resolve_vault(vault)
     store = MemoryStore(root, settings=load_settings(root), clock=env_clock())
     store.progress = progress_for(quiet)  # only on a terminal; a pipe or --quiet stays quiet
+    store.trust_watcher = True  # a running watcher vouches for the index: no scan of every note
     if store.read_only and not quiet:
         click.echo(f"note: the vault is read-only ({store.read_only}); searching with the index in "
                    f"{store.derived_dir}, writes are off", err=True)
@@ -151,3 +152,24 @@ def open_in_obsidian(uri: str) -> None:
     if done.returncode != 0:
         raise VaultmemError(f"no application opened the obsidian:// link ({opener} exited {done.returncode}); "
                             "install Obsidian, or print the link with --links")
+
+
+def spawn_enrichment(root: Any) -> int | None:
+    """Start `vaultmem enrich-pending` detached, to fill in the entities of the save that just
+    returned; its pid, or None when it could not start (the job stays queued for the next
+    save, the watcher or `vaultmem enrich-pending`)."""
+    import os
+    import subprocess
+
+    kwargs: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
+                              "stderr": subprocess.DEVNULL, "close_fds": True}
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    else:
+        kwargs["start_new_session"] = True  # survives the terminal closing; never a zombie of ours
+    try:
+        child = subprocess.Popen([sys.executable, "-m", "vaultmem", "enrich-pending", "--vault", os.fspath(root),
+                                  "--quiet"], **kwargs)
+    except OSError:
+        return None
+    return child.pid

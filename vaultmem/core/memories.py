@@ -96,6 +96,9 @@ class Memories:
         # True in long-lived processes (MCP server, watcher): with embeddings `auto` they load
         # the model, embed on save and search hybrid by default; a one-shot CLI call does not.
         self.long_lived = False
+        # A cold command asks a running watcher to confirm the index is current (storage/fence.py)
+        # instead of stat'ing every note; without one it scans.
+        self.trust_watcher = False
 
     @property
     def vectors(self) -> Any:
@@ -139,6 +142,13 @@ class Memories:
         self.vault.require()
         if self.freshness_ttl and time.monotonic() - self._last_scan < self.freshness_ttl:
             return SyncReport()
+        if self.trust_watcher and self.index.ready():
+            from vaultmem.storage import fence
+
+            if fence.through_watcher(self.vault.state_dir):
+                self.last_sync = SyncReport()
+                self._last_scan = time.monotonic()
+                return self.last_sync
         self.last_sync = self.index.sync(progress or self.progress)
         self._last_scan = time.monotonic()
         return self.last_sync
@@ -167,12 +177,19 @@ class Memories:
         memory_type: str | None = None,
         agent: str | None = None,
         dedupe: bool = True,
+        defer_entities: bool = False,
     ) -> dict[str, Any]:
         """Write a new memory note into the short-term folder and index it.
 
         Order: validate, refuse credentials (`SecretBlocked`, nothing written), reinforce a
         near-identical memory instead of copying it (`status: duplicate`), fill in what was
         not given (entities, strength, memory_type, urgency, domain), write, index.
+
+        `defer_entities` (a cold CLI process, where spaCy's import is most of the time): type,
+        urgency, domain and strength come from the rules at once, the note is written with
+        `entities: []`, and a job in `.vaultmem/state/enrich/` asks `enrich_pending` (a warm
+        process) to fill in the entities and the strength they add; the result says
+        `enrichment: pending`. The note is complete and indexed either way.
         """
         self.vault.require()
         content = validate_content(content)
@@ -211,8 +228,11 @@ class Memories:
                 }
         enrichment = None
         entities_given = entities is not None
+        strength_given = strength is not None
+        deferred = defer_entities and self.settings.enable_preprocessing and not entities_given
         if self.settings.enable_preprocessing:
-            enrichment = self.enricher().enrich(content, entities=entities, strength=strength,
+            # deferred: no entities yet (enrich_pending adds them), so no spaCy in this process
+            enrichment = self.enricher().enrich(content, entities=[] if deferred else entities, strength=strength,
                                                 memory_type=memory_type)
             meta.setdefault("urgency", enrichment.urgency)
             meta.setdefault("domain", enrichment.domain)
@@ -231,6 +251,8 @@ class Memories:
         rel = f"{folder}/{name}"
         self.vault.create_exclusive(self.vault.abs(rel), text)
         self.index.refresh([rel])
+        if deferred:
+            self._queue_enrichment(memory.id, rel, None if strength_given else memory.strength)
         has_embedding = self.embed_paths([rel])
         result: dict[str, Any] = {
             "success": True,
@@ -240,6 +262,7 @@ class Memories:
             "message": f"Memory saved with ID: {memory.id}",
             "has_embedding": has_embedding,
             "enrichment_applied": enrichment is not None,
+            "enrichment": "pending" if deferred else ("done" if enrichment is not None else "off"),
         }
         if enrichment is not None:
             result.update({
@@ -252,6 +275,104 @@ class Memories:
                 "priority": enrichment.priority,
             })
         return result
+
+    # -- deferred enrichment ---------------------------------------------------------------------
+    @property
+    def enrich_dir(self) -> Path:
+        return self.vault.state_dir / "enrich"
+
+    def _queue_enrichment(self, mid: str, rel: str, provisional_strength: float | None) -> None:
+        """A job for enrich_pending: the memory, and the strength the rules gave it without
+        entities (None: the caller chose the strength, so entities do not change it)."""
+        import json
+
+        self.enrich_dir.mkdir(parents=True, exist_ok=True)
+        job = {"id": mid, "path": rel, "strength": provisional_strength}
+        self.vault.write_text(self.enrich_dir / f"{mid}.json", json.dumps(job))
+
+    def pending_enrichments(self) -> list[Path]:
+        try:
+            return sorted(self.enrich_dir.glob("*.json"))
+        except FileNotFoundError:
+            return []
+
+    def enrich_pending(self, limit: int | None = None) -> dict[str, Any]:
+        """Fill in the entities (and the strength they add) of memories saved with
+        `defer_entities`, with a compare-and-swap edit of those two lines only. A memory whose
+        entities or strength a person set meanwhile keeps them; one deleted meanwhile drops its
+        job. One process at a time (a lock beside the jobs); safe to run again."""
+        from filelock import FileLock, Timeout
+
+        totals = {"enriched": 0, "kept": 0, "gone": 0}
+        busy = False
+        # Whoever holds the lock drains the queue, jobs queued meanwhile included; a process that
+        # finds it held leaves its job to the holder, and the holder looks again after letting
+        # go, so no job waits for the next save.
+        while self.pending_enrichments() and (limit is None or sum(totals.values()) < limit):
+            try:
+                lock = FileLock(str(self.enrich_dir / ".lock"), timeout=0)
+                lock.acquire()
+            except Timeout:
+                busy = True
+                break
+            try:
+                self._drain(totals, limit)
+            finally:
+                lock.release()
+        result: dict[str, Any] = {"success": True, **totals, "pending": len(self.pending_enrichments())}
+        if busy:
+            result["busy"] = True
+        return result
+
+    def _drain(self, totals: dict[str, int], limit: int | None) -> None:
+        """enrich_pending's work under its lock: every job there, until none is left."""
+        import json
+
+        enricher = self.enricher()
+        while True:
+            jobs = self.pending_enrichments()
+            if not jobs or (limit is not None and sum(totals.values()) >= limit):
+                return
+            for job_path in jobs:
+                if limit is not None and sum(totals.values()) >= limit:
+                    return
+                try:
+                    job = json.loads(job_path.read_text(encoding="utf-8"))
+                except FileNotFoundError:
+                    continue
+                except (OSError, ValueError):
+                    job_path.unlink(missing_ok=True)
+                    continue
+                totals[self._enrich_one(enricher, job)] += 1
+                job_path.unlink(missing_ok=True)
+
+    def _enrich_one(self, enricher: Any, job: Mapping[str, Any]) -> str:
+        """One job: `enriched`, `kept` (a person set the values, or took the note) or `gone`."""
+        self.sync()
+        try:
+            rec = self.resolve(str(job["id"]))
+        except (VaultmemError, KeyError):
+            return "gone"
+        if not self.vault.owns(rec.path):
+            return "kept"  # the person moved it out of vaultmem's folders: theirs now
+        entities = enricher.entities(rec.content)
+        provisional = job.get("strength")
+        changed: list[bool] = []
+
+        def change(cur: Record) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            if not cur.entities:  # still as saved: nobody filled them in meanwhile
+                out["entities"] = entities
+                if provisional is not None and abs(cur.strength - float(provisional)) < 1e-9:
+                    out["strength"] = enricher.classifier.strength_markers(cur.content, len(entities))[0]
+            changed.append(bool(out))
+            return out
+
+        try:
+            self.modify(rec, change)
+        except VaultmemError:  # broken by hand, or edited without pause: the person's note wins
+            return "kept"
+        return "enriched" if changed and changed[-1] else "kept"
 
     def enricher(self) -> Any:
         """The process-wide enricher for this vault's templates (spaCy loads on first use)."""
@@ -888,6 +1009,22 @@ class Memories:
                 return {"indexed": 0, "removed": 0, "skipped": skipped, "malformed": []}
             report = self.index.refresh(upsert, removed=gone)
         return {**report.summary(), "skipped": skipped, "paths": upsert + gone}
+
+    @staticmethod
+    def is_fence(rel: str) -> bool:
+        """Whether a vault path is a command's fence (storage/fence.py), for the watcher."""
+        from vaultmem.storage import fence
+
+        return fence.fence_nonce(rel) is not None
+
+    def answer_fences(self, rels: Iterable[str]) -> None:
+        """Tell the commands waiting on these fences that the index is current."""
+        from vaultmem.storage import fence
+
+        for rel in rels:
+            nonce = fence.fence_nonce(rel)
+            if nonce is not None:
+                fence.confirm(self.vault.state_dir, nonce)
 
     def defer_index_merges(self) -> bool:
         """Commits stop merging index segments; `start_index_merge` merges them in a child

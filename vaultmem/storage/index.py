@@ -358,6 +358,16 @@ class Index:
     def _ready(self) -> bool:
         return (self.dir / "catalog.sqlite").exists() and (self.dir / "whoosh").is_dir()
 
+    def ready(self) -> bool:
+        """The index exists (whether current or not): what a fence can vouch for."""
+        return self._ready() and self._zone_key_matches()
+
+    def _zone_key_matches(self) -> bool:
+        try:
+            return not self._zone_changed()
+        except sqlite3.DatabaseError:
+            return False
+
     @property
     def db(self) -> sqlite3.Connection:
         ino = self._current_ino()

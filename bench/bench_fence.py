@@ -1,0 +1,76 @@
+"""Cold CLI freshness with and without a running watcher (storage/fence.py).
+
+For each size: a vault of N memories (bench_mcp.build_vault), indexed once; then cold
+`vaultmem search` processes, timed end to end, first with no watcher (each scans the vault:
+a stat per note), then with `vaultmem watch` running (each drops a fence and waits for the
+watcher's answer). Also cold `vaultmem save` (background enrichment) and `vaultmem stats`.
+
+    python bench/bench_fence.py --sizes 1000,10000,100000 --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_mcp import build_vault  # noqa: E402
+
+VAULTMEM = [sys.executable, "-m", "vaultmem"]
+
+
+def timed(args: list[str], env: dict[str, str], runs: int) -> tuple[float, int]:
+    """(median seconds, max RSS KB) of `runs` cold processes."""
+    times, rss = [], 0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = subprocess.run(["/usr/bin/time", "-f", "%M", *VAULTMEM, *args], env=env, capture_output=True,
+                             text=True, check=True)
+        times.append(time.perf_counter() - t0)
+        rss = max(rss, int(out.stderr.strip().splitlines()[-1]))
+    return statistics.median(times), rss
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    print(f"{'notes':>8} {'search, scan':>14} {'search, watcher':>16} {'stats, scan':>12} {'stats, watcher':>15} "
+          f"{'save':>8} {'RSS search MB':>14}")
+    for n in (int(x) for x in args.sizes.split(",")):
+        with tempfile.TemporaryDirectory(prefix="vaultmem-fence-") as tmp:
+            root = Path(tmp) / "v"
+            build_vault(root, n)
+            env = {**os.environ, "VAULTMEM_VAULT": str(root), "VAULTMEM_EMBEDDINGS": "off"}
+            subprocess.run([*VAULTMEM, "index", "rebuild", "--quiet"], env=env, check=True, capture_output=True)
+            scan, rss = timed(["search", "deploy token"], env, args.runs)
+            stats_scan, _ = timed(["stats"], env, args.runs)
+            watcher = subprocess.Popen([*VAULTMEM, "watch"], env=env, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+            try:
+                status = root / ".vaultmem/state/watcher.json"
+                deadline = time.monotonic() + 600
+                while time.monotonic() < deadline and '"running"' not in (status.read_text() if status.exists() else ""):
+                    time.sleep(0.1)
+                time.sleep(1.0)
+                fenced, rss_w = timed(["search", "deploy token"], env, args.runs)
+                stats_fenced, _ = timed(["stats"], env, args.runs)
+                save, _ = timed(["save", f"Bench note about the {n} deploy token rotation", "--allow-duplicate"],
+                                env, args.runs)
+            finally:
+                watcher.terminate()
+                watcher.wait(60)
+            print(f"{n:>8,} {scan:>13.3f}s {fenced:>15.3f}s {stats_scan:>11.3f}s {stats_fenced:>14.3f}s "
+                  f"{save:>7.3f}s {max(rss, rss_w) / 1024:>14.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Freshness through a running watcher: a fence instead of stat'ing every note.
+
+A cold command must see every edit finished before it started. Without a watcher it scans
+the vault (a stat per note: 0.5 s at 100,000 notes). With one, it drops a fence file,
+`.vaultmem/fences/<nonce>.fence`, and waits for `<nonce>.done`. The watcher receives the
+fence's creation event after every earlier event in the vault (one inotify queue, in order;
+FSEvents and ReadDirectoryChangesW keep order too), applies everything pending at once, with
+no debounce, and only then writes `.done`. So a confirmed fence means the index holds every
+edit made before the fence. No confirmation within the wait (no watcher, a dead or degraded
+one): the command scans as before. Never stale either way; fast when a watcher runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+
+FENCE_DIR = "fences"
+FENCE_SUFFIX, DONE_SUFFIX = ".fence", ".done"
+WAIT = 1.0  # seconds a command waits for the watcher before it scans itself
+POLL = 0.002
+
+
+def fence_dir(state_dir: Path) -> Path:
+    return state_dir / FENCE_DIR
+
+
+def watcher_running(state_dir: Path) -> bool:
+    """A watcher said it is running and its process is alive (cheap; a wrong yes costs a wait)."""
+    try:
+        data = json.loads((state_dir / "state" / "watcher.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    pid = data.get("pid") if isinstance(data, dict) else None
+    if not isinstance(pid, int) or data.get("state") != "running":
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    except OSError:
+        return False
+    return True
+
+
+def through_watcher(state_dir: Path, wait: float = WAIT) -> bool:
+    """True when a running watcher confirmed a fence: the index holds every edit made before
+    this call. False (scan instead) when no watcher runs or it did not answer in `wait` s."""
+    if not watcher_running(state_dir):
+        return False
+    folder = fence_dir(state_dir)
+    nonce = f"{os.getpid()}-{secrets.token_hex(6)}"
+    fence, done = folder / (nonce + FENCE_SUFFIX), folder / (nonce + DONE_SUFFIX)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(fence, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        os.close(fd)
+    except OSError:
+        return False  # a read-only vault: scan
+    deadline = time.monotonic() + wait
+    try:
+        while time.monotonic() < deadline:
+            if done.exists():
+                return True
+            time.sleep(POLL)
+        return False
+    finally:
+        for path in (fence, done):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def fence_nonce(rel: str) -> str | None:
+    """The nonce of a fence file from a vault-relative path, or None for any other path."""
+    prefix = f".vaultmem/{FENCE_DIR}/"
+    if rel.startswith(prefix) and rel.endswith(FENCE_SUFFIX) and "/" not in rel[len(prefix):]:
+        return rel[len(prefix):-len(FENCE_SUFFIX)]
+    return None
+
+
+def confirm(state_dir: Path, nonce: str) -> None:
+    """The watcher's answer: everything before this fence is in the index."""
+    folder = fence_dir(state_dir)
+    if (folder / (nonce + FENCE_SUFFIX)).exists():  # the command still waits
+        with contextlib.suppress(OSError):
+            (folder / (nonce + DONE_SUFFIX)).touch()

@@ -46,7 +46,7 @@ def main() -> None:
     print(f"{'notes':>8} {'search, scan':>14} {'search, watcher':>16} {'stats, scan':>12} {'stats, watcher':>15} "
           f"{'save':>8} {'RSS search MB':>14}")
     for n in (int(x) for x in args.sizes.split(",")):
-        with tempfile.TemporaryDirectory(prefix="vaultmem-fence-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="vaultmem-fence-", ignore_cleanup_errors=True) as tmp:
             root = Path(tmp) / "v"
             build_vault(root, n)
             env = {**os.environ, "VAULTMEM_VAULT": str(root), "VAULTMEM_EMBEDDINGS": "off"}
@@ -68,6 +68,10 @@ def main() -> None:
             finally:
                 watcher.terminate()
                 watcher.wait(60)
+                jobs = root / ".vaultmem/enrich"  # let the saves' background enrichment finish
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and jobs.is_dir() and any(jobs.glob("*.json")):
+                    time.sleep(0.2)
             print(f"{n:>8,} {scan:>13.3f}s {fenced:>15.3f}s {stats_scan:>11.3f}s {stats_fenced:>14.3f}s "
                   f"{save:>7.3f}s {max(rss, rss_w) / 1024:>14.0f}")
 

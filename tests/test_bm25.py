@@ -108,6 +108,9 @@ def test_filter_postings_cached_per_segment_stay_true_across_commits_and_merges(
     store.init()
     ids = [store.save(f"Kafka retention plan number {i} for the {w} cluster", dedupe=False)["memory_id"]
            for i, w in enumerate(("orders", "billing", "search", "audit"))]
+    # a person's note: the kind filter keeps the memories by reading what it leaves out (fewer)
+    (tmp_path / "v/Kafka plan.md").write_text("# Kafka retention plan (mine)\n")
+    store.sync()
 
     def found(statuses=("active", "promoted")):
         hits, _ = store.index.search("kafka retention", kinds=("memory",), statuses=statuses, limit=10)
@@ -130,4 +133,33 @@ def test_filter_postings_cached_per_segment_stay_true_across_commits_and_merges(
     assert found() == sorted(ids[:1] + ids[2:])
     live = {bm25._segment_id(r) for r, _ in store.index._searcher().reader().leaf_readers()}
     assert len(live) == 1 and {key[0] for key in cache} == live
+    store.close()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(["memory", "note"]), min_size=6, max_size=14),
+       archived=st.lists(st.booleans(), min_size=14, max_size=14),
+       statuses=st.sampled_from([("active",), ("active", "promoted"), ("archived",), None]))
+def test_filters_held_as_what_they_leave_out_equal_the_plain_sets(tmp_path_factory, kinds, archived, statuses):
+    """_allowed keeps a filter as 'all but' when that side is smaller: the same doc numbers."""
+    root = tmp_path_factory.mktemp("v")
+    store = MemoryStore(root, clock=Clock())
+    store.init()
+    for i, kind in enumerate(kinds):
+        if kind == "memory":
+            store.save(f"Kafka retention plan number {i}", dedupe=False)
+            if archived[i]:
+                rec = store.index.records("kind = 'memory' ORDER BY created DESC LIMIT 1")[0]
+                store.move_memory(rec.path, "archived", {})
+        else:
+            (root / f"Note {i}.md").write_text(f"# Kafka note {i}\n")
+    store.sync()
+    searcher = store.index._searcher()
+    allowed = store.index._allowed(searcher, ("memory",), statuses, ())
+    plain = bm25.docs_with(searcher, "kind", ["memory"])
+    if statuses:
+        plain &= bm25.docs_with(searcher, "status", list(statuses))
+    got = allowed.as_set() if isinstance(allowed, bm25.AllBut) else set(allowed)
+    assert got == plain and bool(allowed) == bool(plain)
+    assert all((d in allowed) == (d in plain) for d in range(searcher.doc_count_all() + 2))
     store.close()

@@ -131,6 +131,48 @@ def docs_with(searcher: Any, field: str, values: Iterable[str],
     return found - dead if dead else found
 
 
+class AllBut:
+    """Every doc number below `total` except `excluded`: a filter that is cheaper to hold as
+    what it leaves out (every memory but the archived ones, every note but a few of the
+    person's). Behaves as a set for `in` and truthiness; `as_set()` for Whoosh's own search."""
+
+    __slots__ = ("excluded", "total")
+
+    def __init__(self, excluded: set[int] | frozenset[int], total: int) -> None:
+        self.excluded, self.total = excluded, total
+
+    def __contains__(self, doc: object) -> bool:
+        return isinstance(doc, int) and 0 <= doc < self.total and doc not in self.excluded
+
+    def __bool__(self) -> bool:
+        return self.total > len(self.excluded)
+
+    def __len__(self) -> int:
+        return self.total - len(self.excluded)
+
+    def as_set(self) -> set[int]:
+        return set(range(self.total)) - self.excluded
+
+
+def dead_docs(searcher: Any) -> set[int]:
+    """Index-wide doc numbers of deleted documents."""
+    dead: set[int] = set()
+    for reader, offset in searcher.reader().leaf_readers():
+        deleted = _deleted(reader)
+        if deleted:
+            dead.update(d + offset for d in deleted)
+    return dead
+
+
+def field_values(searcher: Any, field: str) -> dict[str, int]:
+    """Every term of a (small, keyword) field with its document frequency."""
+    reader = searcher.reader()
+    try:
+        return {str(term): reader.doc_frequency(field, term) for term in reader.field_terms(field)}
+    except KeyError:
+        return {}
+
+
 def prune(cache: dict[Any, Any], searcher: Any) -> None:
     """Drop cached entries of segments the searcher no longer has (merged away)."""
     live = {(_segment_id(r), offset) for r, offset in searcher.reader().leaf_readers()}

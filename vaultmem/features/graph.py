@@ -21,7 +21,6 @@ from typing import Any
 from vaultmem.base import secrets
 from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound, NotOwned
 from vaultmem.base.timeutil import format_time, parse_time
-from vaultmem.core import decay
 from vaultmem.core.memories import Memories
 from vaultmem.core.model import MAX_PAGE_SIZE, paginate
 from vaultmem.storage import links as linkmod
@@ -246,30 +245,8 @@ def _statuses(status: str) -> tuple[str, ...] | None:
 
 def _scored_memories(store: Memories, statuses: tuple[str, ...] | None,
                      now: dt.datetime) -> list[tuple[str, float, int]]:
-    """(path, score, use_count) of every memory in the filter, from light catalog columns.
-
-    Computes `decay.score` from the age in seconds without building datetimes (3x faster at
-    10,000 memories); `test_graph_scores_equal_decay_score` keeps the two identical.
-    """
-    where, params = "kind = 'memory'", list(statuses or ())
-    if statuses:
-        where += f" AND status IN ({','.join('?' * len(statuses))})"
-    if store.settings.decay_model == "actr":  # needs each note's access history: full records
-        return [(r.path, store.score_of(r, now), r.use_count) for r in store.index.records(where, params)]
-    rows = store.index.db.execute(
-        f"SELECT path, use_count, last_used, strength, memory_type, pinned FROM notes WHERE {where}", params)
-    settings = store.settings
-    beta = settings.decay_beta
-    now_ts = now.timestamp()
-    factor_of, immune = decay.decay_factor, decay.is_immune
-    result = []
-    for path, use_count, last_used, strength, memory_type, pinned in rows:
-        use_count = use_count or 0
-        age_s = now_ts - last_used if last_used is not None else 0.0
-        factor = 1.0 if immune(memory_type, bool(pinned)) else factor_of(age_s, settings)
-        s = (max(0, use_count) + 1) ** beta * factor * (strength if strength is not None else 1.0)
-        result.append((path, s, use_count))
-    return result
+    """(path, score, use_count) of every memory in the filter (Memories.scored_memories)."""
+    return [(path, score, uses) for path, _status, score, uses in store.scored_memories(statuses, now)]
 
 
 def _count_relations(db: Any, statuses: tuple[str, ...] | None) -> int:

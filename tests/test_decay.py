@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vaultmem.base.config import Settings
@@ -51,3 +51,24 @@ def test_decay_is_monotonic_in_age_and_bounded(model, a, b):
     f_young = decay.decay_factor(young * 86400, s)
     f_old = decay.decay_factor(old * 86400, s)
     assert 0.0 <= f_old <= f_young <= 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(model=st.sampled_from(["power_law", "exponential", "two_component"]), uses=st.integers(0, 10_000),
+       age_days=st.floats(0, 3650), strength=st.floats(1.0, 2.0),
+       memory_type=st.sampled_from([None, "semantic", "procedural", "core"]), pinned=st.booleans())
+def test_record_score_from_timestamps_equals_decay_score(model, uses, age_days, strength, memory_type, pinned):
+    """scoring.record_score's path without datetimes is decay.score (the searches' scorer)."""
+    import dataclasses
+
+    from vaultmem.core import scoring
+    from vaultmem.storage.index import Record
+
+    s = dataclasses.replace(Settings(), decay_model=model)
+    now = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc)
+    last = now - dt.timedelta(days=age_days)
+    rec = Record("m.md", 0, 0, "memory", "x", "active", "m", "", last.timestamp(), last.timestamp(), uses,
+                 strength, memory_type, pinned, [], [], None, None, None, {}, None)
+    want = decay.score(use_count=uses, last_used=last, strength=strength, now=now, settings=s,
+                       memory_type=memory_type, pinned=pinned)
+    assert abs(scoring.record_score(rec, now, s) - want) <= 1e-9 * max(1.0, want)

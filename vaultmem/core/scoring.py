@@ -153,7 +153,13 @@ def access_changes(current: Record, now: dt.datetime, settings: Settings) -> dic
 
 
 def record_score(rec: Record, now: dt.datetime, settings: Settings) -> float:
-    """A catalog record's decay score under the configured model."""
+    """A catalog record's decay score under the configured model (`decay.score`; outside
+    actr straight from the catalog's timestamp, without building datetimes: a search scores
+    up to 100 candidates)."""
+    if settings.decay_model != "actr":
+        age_s = now.timestamp() - rec.last_used if rec.last_used is not None else 0.0
+        factor = 1.0 if decay.is_immune(rec.memory_type, rec.pinned) else decay.decay_factor(age_s, settings)
+        return (max(0, rec.use_count) + 1) ** settings.decay_beta * factor * rec.strength
     return decay.score(
         use_count=rec.use_count, last_used=rec.last_used_dt or now, strength=rec.strength, now=now,
         settings=settings, memory_type=rec.memory_type, pinned=rec.pinned,

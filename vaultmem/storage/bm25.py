@@ -15,6 +15,7 @@ the same way, which is what makes the filters cheap in a one-shot CLI process.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -171,6 +172,25 @@ def field_values(searcher: Any, field: str) -> dict[str, int]:
         return {str(term): reader.doc_frequency(field, term) for term in reader.field_terms(field)}
     except KeyError:
         return {}
+
+
+def doc_paths(searcher: Any, docs: Sequence[int], cache: dict[Any, str]) -> list[str]:
+    """The stored `path` of each doc number, remembered per segment across searchers (a
+    segment's documents never change; a long-lived process stops re-reading them)."""
+    leaves = [(offset, _segment_id(reader), reader) for reader, offset in searcher.reader().leaf_readers()]
+    leaves.sort(key=lambda leaf: leaf[0])
+    starts = [offset for offset, _s, _r in leaves]
+    out = []
+    for doc in docs:
+        offset, segid, reader = leaves[bisect.bisect_right(starts, doc) - 1]
+        key = (segid, offset, doc)
+        path = cache.get(key) if segid is not None else None
+        if path is None:
+            path = reader.stored_fields(doc - offset)["path"]
+            if segid is not None:
+                cache[key] = path
+        out.append(path)
+    return out
 
 
 def prune(cache: dict[Any, Any], searcher: Any) -> None:

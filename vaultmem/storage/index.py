@@ -343,6 +343,7 @@ class Index:
         self._allowed_cache: dict[str, Any] = {}
         self._lengths_cache: dict[Any, Any] = {}
         self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
+        self._doc_paths: dict[Any, str] = {}  # bm25.doc_paths, across searchers
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
         self.viewer: str | None = None  # set_viewer: the agent whose view of the catalog reads get
         # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
@@ -422,6 +423,7 @@ class Index:
             self._search.close()
         self._search = self._search_ix = None
         self._allowed_cache, self._lengths_cache, self._segment_docs = {}, {}, {}
+        self._doc_paths = {}
         self._fingerprints = None
         if self._db is not None:
             self._db.close()
@@ -705,7 +707,8 @@ class Index:
             scores, masks = bm25.score(searcher, terms, allowed, BM25_B, BM25_K1, self._lengths_cache)
             share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
             top = heapq.nsmallest(limit, [(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()])
-            found = [(searcher.stored_fields(doc)["path"], -neg) for neg, doc in top]
+            paths = bm25.doc_paths(searcher, [doc for _neg, doc in top], self._doc_paths)
+            found = [(path, -neg) for path, (neg, _doc) in zip(paths, top, strict=True)]
             return found, len(scores) <= limit
         return self._whoosh_search(searcher, text, allowed, limit, fields)
 
@@ -748,6 +751,7 @@ class Index:
         self._search, self._search_ix = ix.searcher(weighting=_weighting()), ix
         self._allowed_cache, self._lengths_cache = {}, {}
         bm25.prune(self._segment_docs, self._search)  # forget segments merged away
+        bm25.prune(self._doc_paths, self._search)
         return self._search
 
     def _allowed(self, searcher: Any, kinds: Sequence[str], statuses: Sequence[str] | None,

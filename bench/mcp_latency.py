@@ -1,0 +1,89 @@
+"""MCP `search_memory` as an assistant sees it: client-measured round trips over stdio on
+bench_core's corpus (the one `bench_core.py`'s in-process figures use), and the server's RSS
+after the searches.
+
+    python bench/mcp_latency.py --n 10000 --searches 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_core import TOPICS, build_vault  # noqa: E402
+
+
+def server_rss_mb(vault: Path) -> float | None:
+    """VmRSS of the `vaultmem mcp` process serving `vault` (Linux /proc)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"mcp" in cmd and str(vault).encode() in cmd:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            continue
+    return None
+
+
+async def run(vault: Path, searches: int) -> dict[str, float]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH")}
+    env["VAULTMEM_EMBEDDINGS"] = "off"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
+                                   env=env)
+    rng = random.Random(3)
+    topics = list(TOPICS)
+    out: dict[str, float] = {}
+    with open(os.devnull, "w") as devnull:
+        t0 = time.perf_counter()
+        async with stdio_client(params, errlog=devnull) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                out["initialize answered s"] = time.perf_counter() - t0
+                await session.call_tool("search_memory", {"query": "deploy"})
+                times = []
+                for _ in range(searches):
+                    query = " ".join(rng.sample(topics, 2))
+                    t = time.perf_counter()
+                    result = await session.call_tool("search_memory", {"query": query, "top_k": 10})
+                    times.append(time.perf_counter() - t)
+                    assert not result.is_error
+                times.sort()
+                out["search median ms"] = 1000 * statistics.median(times)
+                out["search p95 ms"] = 1000 * times[int(0.95 * (len(times) - 1))]
+                out["server RSS MB"] = server_rss_mb(vault) or float("nan")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--searches", type=int, default=200)
+    args = ap.parse_args()
+    print(f"load average: {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-lat-") as tmp:
+        vault = Path(tmp) / "v"
+        build_vault(vault, args.n)
+        subprocess.run([sys.executable, "-m", "vaultmem", "index", "rebuild", "--quiet", "--vault", str(vault)],
+                       check=True, capture_output=True, env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
+        for key, value in asyncio.run(run(vault, args.searches)).items():
+            print(f"{key:24s} {value:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -580,32 +580,44 @@ class Index:
         report = SyncReport(rebuilt=True)
         ix = windex.create_in(str(tmp / "whoosh"), _schema())
         db = _connect(tmp / "catalog.sqlite")
-        writer = ix.writer(limitmb=256)
-        rows = []
+        writer = ix.writer(limitmb=REBUILD_WRITER_MB)
         paths = sorted(on_disk)
         records = self._read_all(paths, on_disk)
-        parsed: list[Record] = []  # kept for their links (records is a one-pass generator)
         iterator = progress(records, len(paths)) if progress and paths else records
+        # Streamed: each batch of parsed notes goes to Whoosh, the catalog and the link table
+        # and is dropped; links are resolved once at the end, from the table.
+        db.execute("PRAGMA synchronous=OFF")  # a building index: a crash just rebuilds it again
+        db.execute("BEGIN")
+        batch: list[Record] = []
+        added = 0
+
+        def flush() -> None:
+            db.executemany(f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(_COLUMNS))})",
+                           [r.row() for r in batch])
+            linkmod.insert_link_rows(db, batch)
+            batch.clear()
+
         for rec in iterator:
-            parsed.append(rec)
-            rel = rec.path
             if rec.error:
-                report.malformed.append((rel, rec.error))
+                report.malformed.append((rec.path, rec.error))
             else:
                 writer.add_document(**_document(rec))
-            rows.append(rec.row())
+            batch.append(rec)
+            added += 1
+            if len(batch) >= REBUILD_BATCH:
+                flush()
+        flush()
         writer.commit()
-        with db:
-            db.executemany(f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(_COLUMNS))})", rows)
-            linkmod.store_links(db, [], parsed, full=True)
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('naive_zone', ?)", (zone_key(self.vault.settings),))
+        linkmod.store_links(db, [], [], full=True)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('naive_zone', ?)", (zone_key(self.vault.settings),))
+        db.execute("COMMIT")
         db.close()
         self.close()
         if self.dir.exists():
             os.rename(self.dir, old)
         os.rename(tmp, self.dir)
         shutil.rmtree(old, ignore_errors=True)
-        report.added = len(rows)
+        report.added = added
         return report
 
     def _read_all(self, paths: list[str], on_disk: dict[str, tuple[int, int]]) -> Iterator[Record]:
@@ -849,6 +861,10 @@ def zone_key(settings: Any) -> str:
     import time
 
     return f"local {time.tzname[0]}/{time.tzname[1]} {time.timezone} {time.altzone}"
+
+
+REBUILD_BATCH = 2000  # notes parsed, written and dropped together in a rebuild
+REBUILD_WRITER_MB = 128  # Whoosh's in-memory posting pool before it spills a run to disk
 
 
 def open_whoosh(path: Path) -> Any:

@@ -664,19 +664,12 @@ def _nearest(candidates: Sequence[str], source: str) -> str | None:
                                              p.count("/"), p))[0]
 
 
-def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: bool = False) -> None:
-    """Replace the `links`/`aliases` rows of re-read (`records`) and removed (`stale`) notes and
-    re-resolve every stored link whose target may now point elsewhere: links whose key names a
-    removed, added or renamed note or alias. Runs inside the caller's transaction, after the
-    notes table is up to date. `full` resolves every link (a rebuild)."""
-    affected: set[str] = set()
-    for path in stale:
-        old_aliases = [a for (a,) in db.execute("SELECT alias FROM main.aliases WHERE path = ?", (path,))]
-        affected |= keys_for(path, old_aliases)
-    db.executemany("DELETE FROM main.links WHERE src = ?", [(p,) for p in stale])
-    db.executemany("DELETE FROM main.aliases WHERE path = ?", [(p,) for p in stale])
+def insert_link_rows(db: Any, records: Sequence[Any]) -> tuple[int, set[str]]:
+    """The `links` and `aliases` rows of these records, unresolved (store_links resolves);
+    returns how many links, and the target keys the records answer to (names, aliases)."""
     link_rows: list[tuple[Any, ...]] = []
     alias_rows: list[tuple[Any, ...]] = []
+    affected: set[str] = set()
     for rec in records:
         for pos, link in enumerate(getattr(rec, "_links", ())):
             link_rows.append((rec.path, pos, link.target, link.key, link.subpath, link.alias, int(link.embed),
@@ -688,7 +681,23 @@ def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: boo
     db.executemany("INSERT OR REPLACE INTO main.links (src, pos, target, target_key, subpath, alias, embed, type,"
                    " strength, meta, line) VALUES (?,?,?,?,?,?,?,?,?,?,?)", link_rows)
     db.executemany("INSERT OR IGNORE INTO main.aliases VALUES (?,?)", alias_rows)
-    if not full and not link_rows and not affected:
+    return len(link_rows), affected
+
+
+def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: bool = False) -> None:
+    """Replace the `links`/`aliases` rows of re-read (`records`) and removed (`stale`) notes and
+    re-resolve every stored link whose target may now point elsewhere: links whose key names a
+    removed, added or renamed note or alias. Runs inside the caller's transaction, after the
+    notes table is up to date. `full` resolves every link (a rebuild)."""
+    affected: set[str] = set()
+    for path in stale:
+        old_aliases = [a for (a,) in db.execute("SELECT alias FROM main.aliases WHERE path = ?", (path,))]
+        affected |= keys_for(path, old_aliases)
+    db.executemany("DELETE FROM main.links WHERE src = ?", [(p,) for p in stale])
+    db.executemany("DELETE FROM main.aliases WHERE path = ?", [(p,) for p in stale])
+    n_links, answered = insert_link_rows(db, records)
+    affected |= answered
+    if not full and not n_links and not affected:
         return
     if full:
         todo = db.execute("SELECT rowid, src, target, target_key, dst FROM main.links").fetchall()

@@ -224,6 +224,17 @@ def run(n: int, workdir: Path, make: Any) -> dict[str, float]:
     }
 
 
+def growth(rows: list[dict[str, Any]], cols: list[tuple[str, str, str]]) -> str:
+    """How each timing and size grows from one vault size to the next ("x2.0 from 10,000 to
+    100,000"), the growth curve docs/performance.md keeps beside the table."""
+    lines = []
+    timed = [(key, label) for key, label, _fmt in cols if key not in ("n", "self_hit", "self_ceiling", "clear_hit")]
+    for a, b in zip(rows, rows[1:], strict=False):
+        parts = [f"{label} x{b[key] / a[key]:.1f}" for key, label in timed if a.get(key) and b.get(key)]
+        lines.append(f"growth from {a['n']:,} to {b['n']:,} ({b['n'] / a['n']:g}x the notes): " + ", ".join(parts))
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated vault sizes")
@@ -240,11 +251,15 @@ def main() -> None:
             ("cli_help_s", "--help s", "{:.3f}"), ("index_mb", "index MB", "{:.1f}"), ("rss_mb", "peak RSS MB", "{:.0f}"),
             ("self_hit", "self-retrieval top-10", "{:.3f}"), ("self_ceiling", "… best possible (ties)", "{:.3f}"),
             ("clear_hit", "… unambiguous queries", "{:.3f}")]
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
     print("| " + " | ".join(c[1] for c in cols) + " |")
     print("|" + "---|" * len(cols))
+    rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
         row = run(n, workdir, corpus.memory if args.corpus == "varied" else sentence)
+        rows.append(row)
         print("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in cols) + " |", flush=True)
+    print(growth(rows, cols))
     if args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -45,6 +45,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     print(f"{'notes':>8} {'search, scan':>14} {'search, watcher':>16} {'stats, scan':>12} {'stats, watcher':>15} "
           f"{'save':>8} {'RSS search MB':>14}")
+    rows: list[tuple[int, list[float]]] = []
     for n in (int(x) for x in args.sizes.split(",")):
         with tempfile.TemporaryDirectory(prefix="vaultmem-fence-", ignore_cleanup_errors=True) as tmp:
             root = Path(tmp) / "v"
@@ -73,7 +74,12 @@ def main() -> None:
                 while time.monotonic() < deadline and jobs.is_dir() and any(jobs.glob("*.json")):
                     time.sleep(0.2)
             print(f"{n:>8,} {scan:>13.3f}s {fenced:>15.3f}s {stats_scan:>11.3f}s {stats_fenced:>14.3f}s "
-                  f"{save:>7.3f}s {max(rss, rss_w) / 1024:>14.0f}")
+                  f"{save:>7.3f}s {max(rss, rss_w) / 1024:>14.0f}", flush=True)
+            rows.append((n, [scan, fenced, stats_scan, stats_fenced, save]))
+    labels = ["search, scan", "search, watcher", "stats, scan", "stats, watcher", "save"]
+    for (n1, a), (n2, b) in zip(rows, rows[1:], strict=False):
+        print(f"growth from {n1:,} to {n2:,}: " + ", ".join(f"{label} x{y / x:.1f}"
+                                                          for label, x, y in zip(labels, a, b, strict=True)))
 
 
 if __name__ == "__main__":

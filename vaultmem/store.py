@@ -22,6 +22,7 @@ from vaultmem.features import (
     lifecycle,
     obsidian,
     pipeline,
+    sync,
 )
 from vaultmem.features.mnemosyne import (
     awareness,
@@ -55,6 +56,16 @@ class MemoryStore(Memories):
         """Property types, the Bases dashboard (kept in step with the config) and, with
         template, the note template in the vault's templates folder."""
         return obsidian.setup(self, template=template, dry_run=dry_run)
+
+    def sync_setup(self, executable: str) -> dict[str, Any]:
+        """Register the git merge driver for memory notes in the vault's repository."""
+        self.vault.require()
+        return sync.setup_git(self.vault.root, executable)
+
+    @staticmethod
+    def merge_driver(base: str, ours: str, theirs: str) -> bool:
+        """git's merge driver for a memory note (features/sync.py); True when clean."""
+        return sync.merge_driver(base, ours, theirs)
 
     def obsidian_uri(self, rel: str) -> str:
         """obsidian://open?vault=...&file=... for a vault path."""

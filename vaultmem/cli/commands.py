@@ -1147,9 +1147,62 @@ def agent_skill_install(folder: str | None, force: bool, as_json: bool) -> None:
         click.echo(f"{status} {dest}")
 
 
+@click.group(name="sync")
+def sync_group() -> None:
+    """One vault on several devices: git merges memory notes with vaultmem's rule (docs/sync.md)."""
+
+
+@sync_group.command(name="setup")
+@vault_option
+@output_options
+@handle_errors
+def sync_setup(vault: str | None, as_json: bool) -> None:
+    """Register vaultmem's merge driver for memory notes in the vault's git repository:
+    a line in .gitattributes and merge.vaultmem.* in the repository's config, with the
+    absolute path of this vaultmem (git run by the Obsidian Git plugin or a GUI has no PATH).
+    Then `git pull` merges two devices' touches of one note without a conflict.
+
+    \b
+    Example:
+      vaultmem sync setup --vault ~/Documents/vaultmem
+    """
+    import shutil
+    from pathlib import Path
+
+    beside = Path(sys.executable).parent / ("vaultmem.exe" if sys.platform == "win32" else "vaultmem")
+    exe = str(beside if beside.exists() else Path(shutil.which("vaultmem") or "vaultmem").absolute())
+    result = _store(vault).sync_setup(exe)
+    if as_json:
+        emit_json(result)
+        return
+    if result["attributes_added"]:
+        click.echo(f"added to {result['gitattributes']}: {result['pattern']}")
+    click.echo(f"git merge driver: {result['driver']}")
+
+
+@sync_group.command(name="merge-driver")
+@click.argument("base")
+@click.argument("ours")
+@click.argument("theirs")
+@click.argument("path", required=False)
+@handle_errors
+def sync_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> None:
+    """git's merge driver for memory notes (set up by `vaultmem sync setup`; git calls it with
+    %O %A %B %P). Writes the merge into OURS; exits 1 when a clash is left between markers.
+
+    \b
+    Example:
+      vaultmem sync merge-driver base.md ours.md theirs.md memory/stm/x.md
+    """
+    from vaultmem.store import MemoryStore
+
+    if not MemoryStore.merge_driver(base, ours, theirs):
+        sys.exit(1)
+
+
 # Registered by vaultmem.cli in this order (click lists them alphabetically in --help).
 COMMANDS = (
     init, save, search, backfill_embeddings, analyze, open_, relate, graph, backlinks, doctor, touch, observe, gc, promote,
     decay_curve, maintain, stats, config, index, watch, cluster, consolidate, pipeline, mcp, obsidian, agent_skill,
-    enrich_pending,
+    enrich_pending, sync_group,
 )

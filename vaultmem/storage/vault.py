@@ -21,7 +21,8 @@ STALE_TMP_SECONDS = 60.0
 _TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)-")
 
 # `.gitignore` written into .vaultmem/: the index is derived and never worth committing.
-_GITIGNORE = "# derived from the notes by `vaultmem index rebuild`\nindex/\nlock\nstate/\n"
+_GITIGNORE = ("# derived from the notes by `vaultmem index rebuild`, or this device's own\n"
+              "index/\nlock\nstate/\nenrich/\nfences/\n")
 
 _CONFIG_TEMPLATE = """\
 # vaultmem settings for this vault (all optional; see `vaultmem config`).

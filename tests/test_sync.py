@@ -113,3 +113,57 @@ def test_git_pull_merges_two_devices_touches_without_a_conflict(runner, two_devi
     assert "<<<<<<<" not in text and "use_count: 3\n" in text  # 2 uses there + 1 here
     assert json.loads(invoke(runner, "open", saved["memory_id"][:8], "--vault", str(desktop), "--json").output
                       )["memories"][0]["use_count"] == 3  # the index follows the pull
+
+
+COPY_NAMES = ["{stem}.sync-conflict-20261125-101500-ABCDEF7.md",  # Syncthing
+              "{stem} (conflicted copy 2026-11-25).md",  # Dropbox, Obsidian Sync
+              "{stem} 2.md"]  # iCloud, Finder
+
+
+@pytest.mark.parametrize("pattern", COPY_NAMES)
+def test_a_file_sync_conflict_copy_is_merged_and_then_trashed(runner, vault_path, pattern):
+    saved = json.loads(invoke(runner, "save", "Deploys go out on Tuesdays", "--json").output)
+    original = vault_path / saved["path"]
+    text = original.read_text()
+    copy = original.with_name(pattern.format(stem=original.stem))
+    copy.write_text(edit(text, use_count="4", last_used="2026-11-23T08:00:00Z"))  # the other device's touches
+    original.write_text(edit(text, use_count="2"))
+    before = {p: p.read_bytes() for p in vault_path.rglob("*.md")}
+    preview = json.loads(invoke(runner, "sync", "copies", "--json").output)
+    assert [(c["copy"], c["original"], c["status"]) for c in preview["copies"]] == [
+        (str(copy.relative_to(vault_path)), saved["path"], "would merge")]
+    assert {p: p.read_bytes() for p in vault_path.rglob("*.md")} == before  # a preview writes nothing
+    out = invoke(runner, "sync", "copies", "--apply")
+    assert out.output == f"merged: {copy.relative_to(vault_path)} -> {saved['path']}\n"
+    merged = original.read_text()
+    assert "use_count: 4\n" in merged and "last_used: 2026-11-23T08:00:00Z\n" in merged  # no ancestor: larger, later
+    assert not copy.exists() and (vault_path / ".trash" / copy.name).exists()
+    found = json.loads(invoke(runner, "search", "Deploys Tuesdays", "--json").output)["results"]
+    assert [r["path"] for r in found] == [saved["path"]]
+    assert invoke(runner, "sync", "copies").output == "No conflict copies of memory notes.\n"
+
+
+def test_two_bodies_without_an_ancestor_are_both_kept(runner, vault_path):
+    saved = json.loads(invoke(runner, "save", "Deploys go out on Tuesdays", "--json").output)
+    original = vault_path / saved["path"]
+    copy = original.with_name(f"{original.stem} (conflicted copy).md")
+    copy.write_text(original.read_text().replace("Tuesdays", "Thursdays"))
+    result = json.loads(invoke(runner, "sync", "copies", "--apply", "--json").output)
+    assert result["copies"][0]["clean"] is False
+    body = original.read_text().split("---\n", 2)[2]
+    assert "Deploys go out on Tuesdays" in body and "Deploys go out on Thursdays" in body and "<<<<<<<" in body
+
+
+def test_the_watcher_merges_a_conflict_copy_as_it_arrives(runner, vault_path):
+    from test_watcher import Running, wait_for
+
+    saved = json.loads(invoke(runner, "save", "Deploys go out on Tuesdays", "--json").output)
+    original = vault_path / saved["path"]
+    running = Running(vault_path)
+    try:
+        copy = original.with_name(f"{original.stem} 2.md")
+        copy.write_text(edit(original.read_text(), use_count="7"))
+        wait_for(lambda: not copy.exists(), what="the copy to be merged and trashed")
+        assert "use_count: 7\n" in original.read_text() and (vault_path / ".trash" / copy.name).exists()
+    finally:
+        running.stop()

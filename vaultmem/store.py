@@ -62,6 +62,10 @@ class MemoryStore(Memories):
         self.vault.require()
         return sync.setup_git(self.vault.root, executable)
 
+    def merge_copies(self, apply: bool = False) -> dict[str, Any]:
+        """File-sync tools' conflict copies of memory notes merged into the originals."""
+        return sync.merge_copies(self, apply)
+
     @staticmethod
     def merge_driver(base: str, ours: str, theirs: str) -> bool:
         """git's merge driver for a memory note (features/sync.py); True when clean."""

@@ -531,6 +531,7 @@ class Watcher:
                 return {"indexed": 0, "removed": 0, "skipped": 0, "malformed": [], "error": str(again)}
         self._apply_reviews(result.get("paths", []))
         self._embed(result.get("paths", []))
+        self._merge_copies(paths, full)
         seconds = time.perf_counter() - t0
         self._trim_heap()
         for item in result["malformed"]:
@@ -557,6 +558,19 @@ class Watcher:
             with contextlib.suppress(OSError):
                 self._save_status()
         return result
+
+    def _merge_copies(self, paths: set[str], full: bool) -> None:
+        """A file-sync tool dropped a conflict copy of a memory note: merge it now (docs/sync.md)."""
+        if not (full or any(MemoryStore.is_conflict_copy(p) for p in paths)):
+            return
+        try:
+            result = self.store.merge_copies(apply=True)
+        except Exception as exc:  # never the daemon's end: the next batch or `vaultmem sync copies` retries
+            log.error("could not merge a conflict copy: %s", exc)
+            return
+        for item in result["copies"]:
+            log.info("%s: %s -> %s%s", item["status"], item["copy"], item["original"],
+                     "" if item["clean"] else " (a clash is kept between markers)")
 
     def _embed(self, paths: list[str]) -> None:
         """Keep vectors fresh for edited memories (only when the embeddings extra is enabled)."""

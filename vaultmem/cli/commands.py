@@ -1180,6 +1180,33 @@ def sync_setup(vault: str | None, as_json: bool) -> None:
     click.echo(f"git merge driver: {result['driver']}")
 
 
+@sync_group.command(name="copies")
+@click.option("--apply", is_flag=True, help="Write the merges and move the copies to .trash/ (default: preview).")
+@vault_option
+@output_options
+@handle_errors
+def sync_copies(apply: bool, vault: str | None, as_json: bool) -> None:
+    """Merge the conflict copies file-sync tools leave of memory notes (Obsidian Sync,
+    Dropbox "(conflicted copy ...)", Syncthing ".sync-conflict-...", iCloud or Finder
+    "name 2.md") into their originals by vaultmem's rule; the copy goes to .trash/ only after
+    the merge is written. Without --apply it only shows what it would do.
+
+    \b
+    Example:
+      vaultmem sync copies
+      vaultmem sync copies --apply
+    """
+    result = _store(vault).merge_copies(apply=apply)
+    if as_json:
+        emit_json(result)
+        return
+    if not result["copies"]:
+        click.echo("No conflict copies of memory notes.")
+    for item in result["copies"]:
+        clash = "" if item["clean"] else " (a clash is kept between markers)"
+        click.echo(f"{item['status']}: {item['copy']} -> {item['original']}{clash}")
+
+
 @sync_group.command(name="merge-driver")
 @click.argument("base")
 @click.argument("ours")

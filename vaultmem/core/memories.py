@@ -1011,6 +1011,13 @@ class Memories:
         return {**report.summary(), "skipped": skipped, "paths": upsert + gone}
 
     @staticmethod
+    def is_conflict_copy(rel: str) -> bool:
+        """A sync tool's or file manager's copy of a note (storage/vault.py), for the watcher."""
+        from vaultmem.storage.vault import is_conflict_copy
+
+        return is_conflict_copy(rel)
+
+    @staticmethod
     def is_fence(rel: str) -> bool:
         """Whether a vault path is a command's fence (storage/fence.py), for the watcher."""
         from vaultmem.storage import fence

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -31,7 +32,9 @@ from typing import Any
 
 from vaultmem.base.errors import InvalidInput, MalformedNote, VaultmemError
 from vaultmem.base.timeutil import parse_time
+from vaultmem.core.memories import Memories
 from vaultmem.storage import note as notes
+from vaultmem.storage.vault import CONFLICT_COPY, FILE_MANAGER_COPY, is_conflict_copy
 
 COUNTERS = ("use_count", "review_count", "hit_count", "useful_count")
 UNIONS = ("tags", "entities", "related")
@@ -222,3 +225,56 @@ def setup_git(root: Path, executable: str) -> dict[str, Any]:
     _git(root, "config", "merge.vaultmem.driver", driver)
     return {"success": True, "repository": str(top), "gitattributes": ".gitattributes", "pattern": pattern.strip(),
             "attributes_added": added, "driver": driver}
+
+
+# -- file-sync tools: conflict copies ------------------------------------------------------------
+
+_COPY_SUFFIX = re.compile(r"(-[0-9a-f]{8})(?: [0-9]+| copy(?: [0-9]+)?| - Copy(?: \([0-9]+\))?)(\.md)$", re.I)
+
+
+def original_of(rel: str) -> str | None:
+    """The note a sync tool's or file manager's conflict copy was copied from, or None."""
+    folder, _, name = rel.rpartition("/")
+    prefix = folder + "/" if folder else ""
+    if CONFLICT_COPY.search(name):
+        return prefix + CONFLICT_COPY.sub("", name)
+    if FILE_MANAGER_COPY.search(name):
+        return prefix + _COPY_SUFFIX.sub(r"\1\2", name)
+    return None
+
+
+def merge_copies(store: Memories, apply: bool = False) -> dict[str, Any]:
+    """Conflict copies of memory notes (Obsidian Sync, Dropbox, Syncthing, iCloud, a file
+    manager) merged into their original by the rule above, without an ancestor (counters take
+    the larger, times the later, the bodies line by line, a clash kept between markers); with
+    apply the merge is written and only then the copy goes to .trash/. A person's own notes
+    are left to `vaultmem doctor`."""
+    store.sync()
+    found: list[dict[str, Any]] = []
+    paths = {p for (p,) in store.index.db.execute("SELECT path FROM notes")}
+    for rel in sorted(p for p in paths if is_conflict_copy(p)):
+        original = original_of(rel)
+        if original is None or original not in paths or not store.vault.owns(original):
+            continue
+        try:
+            ours = store.vault.read_text(store.vault.abs(original))
+            theirs = store.vault.read_text(store.vault.abs(rel))
+        except FileNotFoundError:
+            continue
+        merged, clean = merge_note(None, ours, theirs, store.settings.access_history_size)
+        item: dict[str, Any] = {"copy": rel, "original": original, "clean": clean,
+                                "changed": merged != ours, "status": "would merge"}
+        if apply:
+            with store.vault.lock():
+                current = store.vault.read_text(store.vault.abs(original))
+                if current != ours:  # changed since it was read: merge again next time
+                    item["status"] = "skipped: the original changed meanwhile"
+                    found.append(item)
+                    continue
+                if merged != ours:
+                    store.vault.write_text(store.vault.abs(original), merged)
+                item["trashed_to"] = store.vault.trash(rel)
+            store.index.refresh([original], removed=[rel])
+            item["status"] = "merged"
+        found.append(item)
+    return {"success": True, "applied": apply, "copies": found, "count": len(found)}

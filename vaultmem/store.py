@@ -71,6 +71,11 @@ class MemoryStore(Memories):
         """git's merge driver for a memory note (features/sync.py); True when clean."""
         return sync.merge_driver(base, ours, theirs)
 
+    @staticmethod
+    def install_agent_skill(folder: str | Path, force: bool = False) -> dict[str, Any]:
+        """The vaultmem Agent Skill (SKILL.md) into FOLDER/vaultmem/."""
+        return obsidian.install_agent_skill(folder, force)
+
     def obsidian_uri(self, rel: str) -> str:
         """obsidian://open?vault=...&file=... for a vault path."""
         return obsidian.obsidian_uri(self.vault.root, rel)

@@ -18,6 +18,7 @@ from vaultmem.cli.common import (
     _store,
     emit_json,
     handle_errors,
+    installed_executable,
     links_option,
     open_in_obsidian,
     output_options,
@@ -1030,14 +1031,11 @@ def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | N
       vaultmem mcp config --client claude-code --agent claude-code --tools core | sh
     """
     import shlex
-    import shutil
-    from pathlib import Path
 
     from vaultmem.base.config import resolve_vault
 
     root = resolve_vault(vault).resolve()
-    beside = Path(sys.executable).parent / ("vaultmem.exe" if sys.platform == "win32" else "vaultmem")
-    exe = str(beside if beside.exists() else Path(shutil.which("vaultmem") or "vaultmem").absolute())
+    exe = installed_executable()
     args = ["mcp", "--vault", str(root)] + (["--read-only"] if read_only else []) + (["--agent", agent] if agent else []) \
         + (["--tools", profile] if profile else [])
     if client == "claude-code":
@@ -1124,27 +1122,13 @@ def agent_skill_install(folder: str | None, force: bool, as_json: bool) -> None:
       vaultmem agent-skill install
       vaultmem agent-skill install ./.claude/skills
     """
-    from pathlib import Path
+    from vaultmem.store import MemoryStore
 
-    from vaultmem.base.config import TEMPLATE_DIR
-    from vaultmem.base.errors import InvalidInput
-
-    text = (TEMPLATE_DIR / "skills" / "vaultmem" / "SKILL.md").read_text(encoding="utf-8")
-    dest = Path(folder or "~/.claude/skills").expanduser().absolute() / "vaultmem" / "SKILL.md"
-    try:
-        old: str | None = dest.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        old = None
-    if old is not None and old != text and not force:
-        raise InvalidInput(f"{dest} exists and differs from this version; pass --force to replace it")
-    status = "unchanged" if old == text else ("replaced" if old is not None else "installed")
-    if status != "unchanged":
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8")
+    result = MemoryStore.install_agent_skill(folder or "~/.claude/skills", force=force)
     if as_json:
-        emit_json({"success": True, "path": str(dest), "status": status})
+        emit_json(result)
     else:
-        click.echo(f"{status} {dest}")
+        click.echo(f"{result['status']} {result['path']}")
 
 
 @click.group(name="sync")
@@ -1166,11 +1150,8 @@ def sync_setup(vault: str | None, as_json: bool) -> None:
     Example:
       vaultmem sync setup --vault ~/Documents/vaultmem
     """
-    import shutil
-    from pathlib import Path
 
-    beside = Path(sys.executable).parent / ("vaultmem.exe" if sys.platform == "win32" else "vaultmem")
-    exe = str(beside if beside.exists() else Path(shutil.which("vaultmem") or "vaultmem").absolute())
+    exe = installed_executable()
     result = _store(vault).sync_setup(exe)
     if as_json:
         emit_json(result)

@@ -173,3 +173,13 @@ def spawn_enrichment(root: Any) -> int | None:
     except OSError:
         return None
     return child.pid
+
+
+def installed_executable() -> str:
+    """The absolute path of this installation's `vaultmem` (for configs that git, GUI apps and
+    MCP clients run without the person's shell PATH)."""
+    import shutil
+    from pathlib import Path
+
+    beside = Path(sys.executable).parent / ("vaultmem.exe" if sys.platform == "win32" else "vaultmem")
+    return str(beside if beside.exists() else Path(shutil.which("vaultmem") or "vaultmem").absolute())

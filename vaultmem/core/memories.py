@@ -333,6 +333,7 @@ class Memories:
             jobs = self.pending_enrichments()
             if not jobs or (limit is not None and sum(totals.values()) >= limit):
                 return
+            self.sync()  # once per round of jobs: a note moved since it was saved is found by id
             for job_path in jobs:
                 if limit is not None and sum(totals.values()) >= limit:
                     return
@@ -348,7 +349,6 @@ class Memories:
 
     def _enrich_one(self, enricher: Any, job: Mapping[str, Any]) -> str:
         """One job: `enriched`, `kept` (a person set the values, or took the note) or `gone`."""
-        self.sync()
         try:
             rec = self.resolve(str(job["id"]))
         except (VaultmemError, KeyError):
@@ -1092,20 +1092,12 @@ class Memories:
         if settings.decay_model == "actr":
             return [(r.path, r.status or "active", self.score_of(r, now), r.use_count)
                     for r in self.index.records(where, params)]
-        from vaultmem.core import decay
-
         rows = self.index.db.execute(
             f"SELECT path, status, use_count, last_used, strength, memory_type, pinned FROM notes WHERE {where}", params)
-        beta, now_ts = settings.decay_beta, now.timestamp()
-        factor_of, immune = decay.decay_factor, decay.is_immune
-        result = []
-        for path, status, use_count, last_used, strength, memory_type, pinned in rows:
-            use_count = use_count or 0
-            age_s = now_ts - last_used if last_used is not None else 0.0
-            factor = 1.0 if immune(memory_type, bool(pinned)) else factor_of(age_s, settings)
-            score = (max(0, use_count) + 1) ** beta * factor * (strength if strength is not None else 1.0)
-            result.append((path, status or "active", score, use_count))
-        return result
+        now_ts, score = now.timestamp(), scoring.column_score
+        return [(path, status or "active", score(use_count, last_used, strength, memory_type, pinned, now_ts, settings),
+                 use_count or 0)
+                for path, status, use_count, last_used, strength, memory_type, pinned in rows]
 
     def stats(self) -> dict[str, Any]:
         self.sync()

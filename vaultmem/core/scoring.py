@@ -152,14 +152,22 @@ def access_changes(current: Record, now: dt.datetime, settings: Settings) -> dic
     return {"access_times": access_history(current, now, settings)}
 
 
+def column_score(use_count: int | None, last_used: float | None, strength: float | None,
+                 memory_type: str | None, pinned: Any, now_ts: float, settings: Settings) -> float:
+    """`decay.score` from catalog columns (a timestamp, no datetimes), for every model but
+    actr, which reads a note's access history."""
+    age_s = now_ts - last_used if last_used is not None else 0.0
+    factor = 1.0 if decay.is_immune(memory_type, bool(pinned)) else decay.decay_factor(age_s, settings)
+    return (max(0, use_count or 0) + 1) ** settings.decay_beta * factor * (strength if strength is not None else 1.0)
+
+
 def record_score(rec: Record, now: dt.datetime, settings: Settings) -> float:
     """A catalog record's decay score under the configured model (`decay.score`; outside
     actr straight from the catalog's timestamp, without building datetimes: a search scores
     up to 100 candidates)."""
     if settings.decay_model != "actr":
-        age_s = now.timestamp() - rec.last_used if rec.last_used is not None else 0.0
-        factor = 1.0 if decay.is_immune(rec.memory_type, rec.pinned) else decay.decay_factor(age_s, settings)
-        return (max(0, rec.use_count) + 1) ** settings.decay_beta * factor * rec.strength
+        return column_score(rec.use_count, rec.last_used, rec.strength, rec.memory_type, rec.pinned,
+                            now.timestamp(), settings)
     return decay.score(
         use_count=rec.use_count, last_used=rec.last_used_dt or now, strength=rec.strength, now=now,
         settings=settings, memory_type=rec.memory_type, pinned=rec.pinned,

@@ -12,6 +12,7 @@
   and cannot be written this way: its base has no score column and says so.
 - `note_template`: a memory note for the Templates core plugin (and Templater).
 - `obsidian_uri`: `obsidian://open?vault=...&file=...` for a note.
+- `install_agent_skill`: the vaultmem Agent Skill (SKILL.md), for assistants without MCP.
 """
 
 from __future__ import annotations
@@ -339,3 +340,25 @@ def obsidian_uri(root: Path, rel: str) -> str:
         raise InvalidInput(f"{rel!r} cannot be put in a link")
     return ("obsidian://open?vault=" + urllib.parse.quote(name, safe="")
             + "&file=" + urllib.parse.quote(file, safe=""))
+
+
+# -- the agent skill ---------------------------------------------------------------------------
+
+
+def install_agent_skill(folder: str | Path, force: bool = False) -> dict[str, Any]:
+    """Copy templates/skills/vaultmem/SKILL.md to FOLDER/vaultmem/SKILL.md: the Agent Skill,
+    vaultmem's CLI for assistants that load skills instead of an MCP tool list. A copy that
+    differs (edited by the person) is replaced only with `force`."""
+    text = (TEMPLATE_DIR / "skills" / "vaultmem" / "SKILL.md").read_text(encoding="utf-8")
+    dest = Path(folder).expanduser().absolute() / "vaultmem" / "SKILL.md"
+    try:
+        old: str | None = dest.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = None
+    if old is not None and old != text and not force:
+        raise InvalidInput(f"{dest} exists and differs from this version; pass --force to replace it")
+    status = "unchanged" if old == text else ("replaced" if old is not None else "installed")
+    if status != "unchanged":
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+    return {"success": True, "path": str(dest), "status": status}

@@ -256,8 +256,9 @@ def merge_copies(store: Memories, apply: bool = False) -> dict[str, Any]:
         original = original_of(rel)
         if original is None or original not in paths or not store.vault.owns(original):
             continue
+        target = store.vault.abs(original)
         try:
-            ours = store.vault.read_text(store.vault.abs(original))
+            ours, stamp = store.vault.read_stamped(target)
             theirs = store.vault.read_text(store.vault.abs(rel))
         except FileNotFoundError:
             continue
@@ -266,13 +267,11 @@ def merge_copies(store: Memories, apply: bool = False) -> dict[str, Any]:
                                 "changed": merged != ours, "status": "would merge"}
         if apply:
             with store.vault.lock():
-                current = store.vault.read_text(store.vault.abs(original))
-                if current != ours:  # changed since it was read: merge again next time
-                    item["status"] = "skipped: the original changed meanwhile"
+                # compare-and-swap: an edit that lands meanwhile is never overwritten
+                if merged != ours and not store.vault.replace_if_unchanged(target, ours, stamp, merged):
+                    item["status"] = "skipped: the original changed meanwhile (merged on the next run)"
                     found.append(item)
                     continue
-                if merged != ours:
-                    store.vault.write_text(store.vault.abs(original), merged)
                 item["trashed_to"] = store.vault.trash(rel)
             store.index.refresh([original], removed=[rel])
             item["status"] = "merged"

@@ -19,6 +19,8 @@ import secrets
 import time
 from pathlib import Path
 
+from vaultmem.storage.vault import pid_alive
+
 FENCE_DIR = "fences"
 FENCE_SUFFIX, DONE_SUFFIX = ".fence", ".done"
 WAIT = 1.0  # seconds a command waits for the watcher before it scans itself
@@ -36,17 +38,7 @@ def watcher_running(state_dir: Path) -> bool:
     except (OSError, ValueError):
         return False
     pid = data.get("pid") if isinstance(data, dict) else None
-    if not isinstance(pid, int) or data.get("state") != "running":
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # alive, another user's
-    except OSError:
-        return False
-    return True
+    return isinstance(pid, int) and data.get("state") == "running" and pid_alive(pid)
 
 
 def through_watcher(state_dir: Path, wait: float = WAIT) -> bool:

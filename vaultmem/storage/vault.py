@@ -192,7 +192,7 @@ class Vault:
                 age = now - os.stat(path, follow_symlinks=False).st_mtime
             except OSError:
                 continue
-            if not (age > STALE_TMP_SECONDS or (match and not _pid_alive(int(match.group(1))))):
+            if not (age > STALE_TMP_SECONDS or (match and not pid_alive(int(match.group(1))))):
                 continue
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
@@ -427,7 +427,7 @@ def is_conflict_copy(rel: str) -> bool:
     return bool(CONFLICT_COPY.search(name) or FILE_MANAGER_COPY.search(name))
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """True when a process with this id runs on this machine (or we may not signal it)."""
     if pid <= 0:
         return False

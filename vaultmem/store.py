@@ -66,6 +66,11 @@ class MemoryStore(Memories):
         """File-sync tools' conflict copies of memory notes merged into the originals."""
         return sync.merge_copies(self, apply)
 
+    def git_sync(self, executable: str, *, push: bool = True, everything: bool = False,
+                 message: str | None = None) -> dict[str, Any]:
+        """Commit, pull with the merge driver, keep one note per memory, push (features/sync.py)."""
+        return sync.git_sync(self, executable, push=push, everything=everything, message=message)
+
     @staticmethod
     def merge_driver(base: str, ours: str, theirs: str) -> bool:
         """git's merge driver for a memory note (features/sync.py); True when clean."""

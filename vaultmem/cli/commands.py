@@ -1131,9 +1131,51 @@ def agent_skill_install(folder: str | None, force: bool, as_json: bool) -> None:
         click.echo(f"{result['status']} {result['path']}")
 
 
-@click.group(name="sync")
-def sync_group() -> None:
-    """One vault on several devices: git merges memory notes with vaultmem's rule (docs/sync.md)."""
+@click.group(name="sync", invoke_without_command=True)
+@click.option("--no-push", is_flag=True, help="Commit and pull, but do not push.")
+@click.option("--all", "everything", is_flag=True,
+              help="Commit every change in the vault, not only vaultmem's folders and settings.")
+@click.option("--message", "-m", help="The commit message (default: 'vaultmem sync from <this host>').")
+@vault_option
+@output_options
+@click.pass_context
+@handle_errors
+def sync_group(ctx: click.Context, no_push: bool, everything: bool, message: str | None, vault: str | None,
+               as_json: bool) -> None:
+    """One vault on several devices. Without a subcommand: commit this device's memories,
+    `git pull` (memory notes merge by vaultmem's rule: counters add, times take the later,
+    your edits win), keep one note per memory moved on two devices, push, and bring the index
+    up to date. A conflict in one of your own notes stops the sync and names the notes.
+    The rule and each sync tool: docs/sync.md.
+
+    \b
+    Example:
+      vaultmem sync setup          # once in every clone
+      vaultmem sync                # commit, pull, merge, push
+      vaultmem sync --no-push --json
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    result = _store(vault).git_sync(installed_executable(), push=not no_push, everything=everything, message=message)
+    if as_json:
+        emit_json(result)
+    else:
+        if result["driver_registered"]:
+            click.echo("registered the merge driver for memory notes in this clone")
+        if result["committed"]:
+            click.echo(f"committed {result['committed'][:10]}")
+        if result["merge"]:
+            click.echo(f"pulled: {result['merge']}")
+        for rel in result["clashes"]:
+            click.echo(f"clash kept between markers in {rel}: edit it to keep the text you want")
+        for item in result["duplicates"]:
+            click.echo(f"one note per memory: {item['merged']} merged into {item['kept']}")
+        if result["pushed"]:
+            click.echo("pushed")
+        if result["success"]:
+            click.echo(result["message"])
+    if not result["success"]:
+        raise click.ClickException(result["message"])
 
 
 @sync_group.command(name="setup")

@@ -874,20 +874,17 @@ class Memories:
             here = self.vault.status_of(rel)
             sub = rel[len(folders[here]) + 1:] if here else rel.rsplit("/", 1)[-1]
             dst = f"{folders[status]}/{sub}"
-            sources: dict[str, set[str]] = {}
             rec = self.index.get(rel)
             if rec is not None and rec.id:
                 # an id derived from the file name (a note the person wrote without one) is
                 # written now, so a free name on a clash does not change the memory's id
                 changes = {"id": rec.id, **changes}
+            sources: dict[str, set[str]] = {}
             if dst == rel:
                 moved, renamed = rel, None
             else:
                 dst, renamed = self._free_name(dst, (rec.id or "") if rec else "")
-                # which links point at the note: the keys (as written) that resolved to it, per note
-                for src, key in self.index.db.execute(
-                        "SELECT src, target_key FROM main.links WHERE dst = ? AND src != ?", (rel, rel)):
-                    sources.setdefault(src, set()).add(key)
+                sources = self.link_sources(rel)
                 self.vault.move_to(rel, dst)
                 moved = dst
                 self.index.refresh([moved], removed=[rel])
@@ -910,7 +907,22 @@ class Memories:
                 return candidate, candidate.rsplit("/", 1)[1]
         raise VaultmemError(f"cannot find a free name for {name} in {folder}/; rename the notes there")
 
-    def _relink(self, old: str, new: str, sources: Mapping[str, Collection[str]]) -> list[dict[str, Any]]:
+    def link_sources(self, rel: str) -> dict[str, set[str]]:
+        """The notes whose links resolve to `rel`, each with the keys (as written) that do."""
+        sources: dict[str, set[str]] = {}
+        for src, key in self.index.db.execute(
+                "SELECT src, target_key FROM main.links WHERE dst = ? AND src != ?", (rel, rel)):
+            sources.setdefault(src, set()).add(key)
+        return sources
+
+    def relink(self, old: str, new: str, sources: Mapping[str, Collection[str]]) -> list[dict[str, Any]]:
+        """Point the links in `sources` (`link_sources(old)`, read before `old` went) at `new`,
+        a note that took `old`'s place without moving (two copies of one memory merged)."""
+        with self.vault.lock():
+            return self._relink(old, new, sources, refolder=False)
+
+    def _relink(self, old: str, new: str, sources: Mapping[str, Collection[str]],
+                refolder: bool = True) -> list[dict[str, Any]]:
         """Point the links that resolved to `old` at `new` (the caller holds the lock): those
         written as paths, and those by name when the name changed (`links.retarget`).
         `sources` maps each note to the target keys of its links that resolved to `old`; in
@@ -921,7 +933,7 @@ class Memories:
         edits: list[dict[str, Any]] = []
         touched: list[str] = []
         jobs = [(src, old, new) for src in sorted(sources) if src != new]
-        if old.rsplit("/", 1)[0] != new.rsplit("/", 1)[0]:
+        if refolder and old.rsplit("/", 1)[0] != new.rsplit("/", 1)[0]:
             jobs.append((new, "", ""))  # the moved note's relative links
         for src, target_old, target_new in jobs:
             for _attempt in range(CAS_ATTEMPTS):

@@ -39,6 +39,10 @@ from vaultmem.storage.vault import CONFLICT_COPY, FILE_MANAGER_COPY, is_conflict
 COUNTERS = ("use_count", "review_count", "hit_count", "useful_count")
 UNIONS = ("tags", "entities", "related")
 ATTRIBUTES = "memory/**/*.md merge=vaultmem\n"
+# A memory moved on two devices keeps the more lasting state: long-term, then short-term, then
+# archived (a promotion is never undone by a sync; an archive loses to a copy still in use).
+STATUS_RANK = {"promoted": 0, "active": 1, "archived": 2}
+LOCATION = ("status", "promoted_at", "archived_at")
 
 
 def _props(text: str | None) -> tuple[dict[str, Any], str, notes.SplitNote | None]:
@@ -73,12 +77,27 @@ def _union(*lists: Any) -> list[Any]:
     return out
 
 
+def _settle_location(base: Mapping[str, Any], ours: Mapping[str, Any], theirs: Mapping[str, Any],
+                     ) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """Both devices moved the memory (promoted here, archived there): the status ranked first
+    in STATUS_RANK wins with its own `archived_at`/`promoted_at`, so the merged note is in
+    one lifecycle state, never a clash of two. One side's move alone is an ordinary change."""
+    a, b, o = ours.get("status"), theirs.get("status"), base.get("status")
+    if a == b or a not in STATUS_RANK or b not in STATUS_RANK or (base and o in (a, b)):
+        return ours, theirs
+    winner, loser = (ours, theirs) if STATUS_RANK[a] < STATUS_RANK[b] else (theirs, ours)
+    settled = {k: v for k, v in loser.items() if k not in LOCATION}
+    settled.update({k: winner[k] for k in LOCATION if k in winner})
+    return (ours, settled) if winner is ours else (settled, theirs)
+
+
 def merge_properties(base: Mapping[str, Any], ours: Mapping[str, Any], theirs: Mapping[str, Any],
                      history: int = 10) -> tuple[dict[str, Any], list[str]]:
     """The merged properties and the keys that clash (both sides changed them differently)."""
     merged: dict[str, Any] = {}
     clashes: list[str] = []
     ancestor = bool(base)
+    ours, theirs = _settle_location(base, ours, theirs)
     for key in dict.fromkeys([*ours, *theirs]):
         a, b, o = ours.get(key), theirs.get(key), base.get(key)
         if key in COUNTERS and (_number(a) is not None or _number(b) is not None):
@@ -277,3 +296,337 @@ def merge_copies(store: Memories, apply: bool = False) -> dict[str, Any]:
             item["status"] = "merged"
         found.append(item)
     return {"success": True, "applied": apply, "copies": found, "count": len(found)}
+
+
+# -- one memory in two places ----------------------------------------------------------------
+
+
+def _rank(vault: Any, rel: str) -> tuple[int, int, str]:
+    """Which copy of a memory survives: long-term, short-term, archived, elsewhere; then the
+    shorter path, then the first by name. Decided from the paths alone, so every device that
+    meets the same two copies keeps the same one."""
+    status = vault.status_of(rel)
+    return (STATUS_RANK.get(status, len(STATUS_RANK)) if status else len(STATUS_RANK), len(rel), rel)
+
+
+def duplicate_groups(store: Memories) -> dict[str, list[str]]:
+    """Memory id -> its paths, survivor first, for every id held by more than one memory note."""
+    groups: dict[str, list[str]] = {}
+    for mid, path in store.index.db.execute(
+            "SELECT id, path FROM main.notes WHERE kind = 'memory' AND id IN "
+            "(SELECT id FROM main.notes WHERE kind = 'memory' GROUP BY id HAVING count(*) > 1)"):
+        groups.setdefault(mid, []).append(path)
+    return {mid: sorted(paths, key=lambda rel: _rank(store.vault, rel)) for mid, paths in sorted(groups.items())}
+
+
+def resolve_duplicates(store: Memories, apply: bool = False, ancestor: Any = None,
+                       remove: str = "trash") -> list[dict[str, Any]]:
+    """One memory found in two places (promoted on one device, archived on another; copied by
+    a sync tool) becomes one note: the copy in the more lasting folder survives (`_rank`), the
+    other is merged into it by `merge_note` against `ancestor(id)` (the version both devices
+    started from, when git knows it; else None: counters take the larger), and links to the
+    other now point at the survivor. The other copy goes to `.trash/` (`remove="trash"`) or,
+    in a git repository whose history keeps it, is deleted (`remove="delete"`)."""
+    found: list[dict[str, Any]] = []
+    for mid, paths in duplicate_groups(store).items():
+        survivor = paths[0]
+        for other in paths[1:]:
+            target = store.vault.abs(survivor)
+            try:
+                ours, stamp = store.vault.read_stamped(target)
+                theirs = store.vault.read_text(store.vault.abs(other))
+            except (FileNotFoundError, UnicodeDecodeError):
+                continue
+            base = ancestor(mid) if ancestor is not None else None
+            merged, clean = merge_note(base, ours, theirs, store.settings.access_history_size)
+            item: dict[str, Any] = {"id": mid, "kept": survivor, "merged": other, "clean": clean,
+                                    "ancestor": base is not None, "status": "would merge"}
+            if apply:
+                with store.vault.lock():
+                    if merged != ours and not store.vault.replace_if_unchanged(target, ours, stamp, merged):
+                        item["status"] = "skipped: the note changed meanwhile (merged on the next run)"
+                        found.append(item)
+                        continue
+                    sources = store.link_sources(other)
+                    if remove == "delete":
+                        store.vault.abs(other).unlink()
+                    else:
+                        item["trashed_to"] = store.vault.trash(other)
+                    store.index.refresh([survivor], removed=[other])
+                    item["links_rewritten"] = store.relink(other, survivor, sources)
+                item["status"] = "merged"
+            found.append(item)
+    return found
+
+
+def in_git(root: Path) -> bool:
+    """Whether the vault is inside a git work tree (then `vaultmem sync` merges, with history)."""
+    return any((folder / ".git").exists() for folder in (root, *root.parents))
+
+
+# -- git sync: commit, pull (with the merge driver), settle, push ---------------------------------
+
+_OLD_GITIGNORES = (
+    "# derived from the notes by `vaultmem index rebuild`, or this device's own\nindex/\nlock\nstate/\nenrich/\nfences/\n",
+)
+
+
+def _run_git(root: Path, *args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False,
+                              env={**os.environ, "GIT_MERGE_AUTOEDIT": "no", "GIT_TERMINAL_PROMPT": "0", **(env or {})})
+    except FileNotFoundError:
+        raise VaultmemError("git is not installed; install git to sync the vault with it") from None
+
+
+def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+    lines = [line.strip() for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
+    hints = [line for line in lines if not line.startswith(("hint:", "From ", " * ", "   "))]
+    return (hints or lines or [f"exit {done.returncode}"])[-1]
+
+
+def _identity(root: Path) -> dict[str, str]:
+    """git's author for vaultmem's commits: the person's when git knows them, else vaultmem@host."""
+    if _run_git(root, "config", "user.email").stdout.strip() or os.environ.get("GIT_AUTHOR_EMAIL"):
+        return {}
+    import socket
+
+    host = socket.gethostname() or "localhost"
+    return {"GIT_AUTHOR_NAME": "vaultmem", "GIT_AUTHOR_EMAIL": f"vaultmem@{host}",
+            "GIT_COMMITTER_NAME": "vaultmem", "GIT_COMMITTER_EMAIL": f"vaultmem@{host}"}
+
+
+def _shared_paths(store: Memories, everything: bool) -> list[str]:
+    """What `vaultmem sync` commits: vaultmem's own folders and settings, or the whole vault."""
+    if everything:
+        return ["."]
+    rels = [folder.strip("/") for folder in store.vault.layout()] + [".vaultmem", ".gitattributes"]
+    tops = sorted({rel.split("/")[0] if rel.startswith("memory/") else rel for rel in rels})
+    return [rel for rel in tops if (store.vault.root / rel).exists()]
+
+
+def update_gitignore(store: Memories) -> bool:
+    """Bring an older `.vaultmem/.gitignore` vaultmem wrote up to date (one the person
+    changed is left alone). True when it was rewritten."""
+    from vaultmem.storage.vault import GITIGNORE
+
+    path = store.vault.state_dir / ".gitignore"
+    try:
+        text = store.vault.read_text(path)
+    except FileNotFoundError:
+        text = None
+    if text is not None and text not in _OLD_GITIGNORES:
+        return False
+    store.vault.write_text(path, GITIGNORE)
+    return True
+
+
+def git_sync(store: Memories, executable: str, *, push: bool = True, everything: bool = False,
+             message: str | None = None) -> dict[str, Any]:
+    """`vaultmem sync`: commit this device's changes, pull (git merges memory notes with the
+    driver), settle what git leaves to vaultmem (a memory moved on both devices; a memory
+    touched here and moved or removed there), keep one note per memory, and push; then the
+    index follows the files. A conflict in one of the person's own notes stops before the
+    merge commit, with the notes named; nothing of theirs is resolved by vaultmem."""
+    root = store.vault.root
+    store.vault.require()
+    top_run = _run_git(root, "rev-parse", "--show-toplevel")
+    if top_run.returncode != 0:
+        raise InvalidInput(f"{root} is not in a git repository; run `git init` there and add a remote "
+                           "(`git remote add origin URL`), or use your sync tool and `vaultmem sync copies`")
+    top = Path(top_run.stdout.strip())
+    result: dict[str, Any] = {"success": True, "repository": str(top), "driver_registered": False,
+                              "gitignore_updated": False, "committed": None, "pulled": False, "merge": None,
+                              "resolved": [], "relinked": [], "clashes": [], "duplicates": [], "pushed": False,
+                              "unresolved": []}
+    expected = f'"{executable}" sync merge-driver %O %A %B %P'
+    if _run_git(root, "config", "merge.vaultmem.driver").stdout.strip() != expected:
+        setup_git(root, executable)
+        result["driver_registered"] = True
+    result["gitignore_updated"] = update_gitignore(store)
+    env = _identity(root)
+    git_dir = Path(_git(root, "rev-parse", "--absolute-git-dir").strip())
+    store.sync()
+    if (git_dir / "MERGE_HEAD").exists():
+        _settle_merge(store, root, env, result)  # a sync stopped by a conflict of the person's: go on
+        if result["unresolved"]:
+            return _stopped(result)
+    _commit(store, root, env, result, everything, message)
+    upstream = _run_git(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}")
+    if upstream.returncode != 0:
+        if not _run_git(root, "remote").stdout.strip():
+            result["message"] = "no remote: committed here only; add one with `git remote add origin URL` " \
+                                "and `git push -u origin HEAD`"
+            return _finish(store, result)
+        branch = _run_git(root, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
+        raise InvalidInput(f"branch {branch} has no upstream; run `git push -u origin {branch}` once, "
+                           "then `vaultmem sync`")
+    for _attempt in range(5):
+        before = _run_git(root, "rev-parse", "HEAD").stdout.strip()
+        pull = _run_git(root, "pull", "--no-rebase", "--no-edit", env=env)
+        result["pulled"] = True
+        if pull.returncode != 0:
+            if not (git_dir / "MERGE_HEAD").exists():
+                raise VaultmemError(f"git pull failed: {_last_line(pull)}")
+            store.sync()
+            _settle_merge(store, root, env, result)
+            if result["unresolved"]:
+                return _stopped(result)
+        after = _run_git(root, "rev-parse", "HEAD").stdout.strip()
+        parents = _run_git(root, "rev-list", "--parents", "-n", "1", "HEAD").stdout.split()
+        result["merge"] = result["merge"] or ("up to date" if after == before else
+                                              "merged" if len(parents) > 2 else "fast-forward")
+        store.sync()
+        base = _run_git(root, "merge-base", parents[1], parents[2]).stdout.strip() \
+            if after != before and len(parents) > 2 else ""
+        result["duplicates"] += _settle_duplicates(store, root, env, base)
+        if not push:
+            break
+        pushed = _run_git(root, "push", env=env)
+        if pushed.returncode == 0:
+            result["pushed"] = True
+            break
+        if "rejected" not in pushed.stderr and "fetch first" not in pushed.stderr:
+            raise VaultmemError(f"git push failed: {_last_line(pushed)}")
+    else:
+        raise VaultmemError("git push was rejected 5 times (other devices kept pushing); run `vaultmem sync` again")
+    return _finish(store, result)
+
+
+def _commit(store: Memories, root: Path, env: Mapping[str, str], result: dict[str, Any],
+            everything: bool, message: str | None) -> None:
+    paths = _shared_paths(store, everything)
+    added = _run_git(root, "add", "-A", "--", *paths)
+    if added.returncode != 0:
+        raise VaultmemError(f"git add failed: {_last_line(added)}")
+    if _run_git(root, "diff", "--cached", "--quiet", "--", *paths).returncode == 0:
+        return
+    import socket
+
+    text = message or f"vaultmem sync from {socket.gethostname() or 'this device'}"
+    done = _run_git(root, "commit", "-q", "-m", text, "--", *paths, env=env)
+    if done.returncode != 0:
+        raise VaultmemError(f"git commit failed: {_last_line(done)}")
+    result["committed"] = _run_git(root, "rev-parse", "HEAD").stdout.strip()
+
+
+def _settle_merge(store: Memories, root: Path, env: Mapping[str, str], result: dict[str, Any]) -> None:
+    """The merge git stopped: memory notes it could not finish are vaultmem's to settle (a
+    memory moved on both devices: both copies are kept for `_settle_duplicates`; touched here,
+    moved or removed there: the touched copy is kept); anything else is the person's."""
+    listed = _run_git(root, "diff", "--name-only", "--relative", "--diff-filter=U", "-z").stdout
+    theirs_notes = []
+    for rel in [p for p in listed.split("\0") if p]:
+        if not store.vault.owns(rel):
+            theirs_notes.append(rel)
+            continue
+        if (store.vault.root / rel).exists():
+            _git(root, "add", "--", rel)
+            try:
+                text = store.vault.read_text(store.vault.abs(rel))
+            except (OSError, UnicodeDecodeError):
+                text = ""
+            if "\n<<<<<<< " in "\n" + text:
+                result["clashes"].append(rel)
+        else:
+            _git(root, "rm", "-q", "--cached", "--", rel)
+        result["resolved"].append(rel)
+    unresolved = []
+    if theirs_notes:
+        store.sync()
+        moved = {other: paths[0] for paths in duplicate_groups(store).values() for other in paths[1:]}
+        for rel in theirs_notes:
+            if moved and _merge_relinked(root, rel, moved):
+                result["relinked"].append(rel)
+            else:
+                unresolved.append(rel)
+    result["unresolved"] = unresolved
+    if unresolved:
+        return
+    done = _run_git(root, "commit", "-q", "--no-edit", env=env)
+    if done.returncode != 0:
+        raise VaultmemError(f"git commit of the merge failed: {_last_line(done)}")
+    result["merge"] = "merged"
+
+
+def _link_forms(rel: str) -> list[str]:
+    from urllib.parse import quote
+
+    stem = rel[:-3] if rel.endswith(".md") else rel
+    return list(dict.fromkeys(form for path in (rel, stem) for form in (path, path.replace(" ", "%20"), quote(path))))
+
+
+def _merge_relinked(root: Path, rel: str, moved: Mapping[str, str]) -> bool:
+    """A note of the person's that git could not merge because each device re-pointed its
+    links at its own copy of one memory (`[[memory/ltm/x]]` here, `[[memory/archive/x]]`
+    there): with every link to a merged-away copy pointed at the surviving one, the two
+    sides merge cleanly; then that merge is written and staged. Any other difference stays
+    a conflict for the person (False)."""
+    stages = []
+    for stage in (1, 2, 3):
+        shown = _run_git(root, "show", f":{stage}:./{rel}")
+        if shown.returncode != 0:
+            return False
+        stages.append(shown.stdout)
+    pairs = [(old_form, new_form) for old, new in sorted(moved.items(), key=lambda kv: -len(kv[0]))
+             for old_form, new_form in zip(_link_forms(old), _link_forms(new), strict=True)]
+
+    def relinked(text: str) -> str:
+        for old_form, new_form in pairs:
+            text = text.replace(old_form, new_form)
+        return text
+
+    base, ours, theirs = stages[0], relinked(stages[1]), relinked(stages[2])
+    if ours == stages[1] and theirs == stages[2]:
+        return False
+    merged, clean = merge_file_text(base, ours, theirs)
+    if not clean:
+        return False
+    path = root / rel
+    path.write_bytes(merged.encode("utf-8"))
+    _git(root, "add", "--", rel)
+    return True
+
+
+def _ancestor_in(root: Path, rev: str) -> Any:
+    """id -> the memory note holding that id in commit `rev` (the version both devices started from)."""
+    def find(mid: str) -> str | None:
+        found = _run_git(root, "grep", "-l", "-F", "-e", f"id: {mid}", rev, "--", ".")
+        for line in found.stdout.splitlines():
+            rel = line.split(":", 1)[1] if ":" in line else ""
+            shown = _run_git(root, "show", f"{rev}:./{rel}")
+            if shown.returncode == 0 and rel.endswith(".md"):
+                return shown.stdout
+        return None
+
+    return find
+
+
+def _settle_duplicates(store: Memories, root: Path, env: Mapping[str, str], base: str) -> list[dict[str, Any]]:
+    merged = resolve_duplicates(store, apply=True, ancestor=_ancestor_in(root, base) if base else None,
+                                remove="delete")
+    if not merged:
+        return merged
+    paths = sorted({rel for item in merged for rel in (item["kept"], item["merged"])} |
+                   {edit["path"] for item in merged for edit in item.get("links_rewritten", [])})
+    _run_git(root, "add", "-A", "--", *paths)
+    if _run_git(root, "diff", "--cached", "--quiet").returncode != 0:
+        done = _run_git(root, "commit", "-q", "-m",
+                        f"vaultmem sync: one note per memory ({len(merged)} copies merged)", env=env)
+        if done.returncode != 0:
+            raise VaultmemError(f"git commit failed: {_last_line(done)}")
+    return merged
+
+
+def _stopped(result: dict[str, Any]) -> dict[str, Any]:
+    names = ", ".join(result["unresolved"])
+    result["success"] = False
+    result["message"] = (f"git could not merge {len(result['unresolved'])} of your notes ({names}); fix the "
+                         "conflict markers in them, `git add` them, then run `vaultmem sync` again")
+    return result
+
+
+def _finish(store: Memories, result: dict[str, Any]) -> dict[str, Any]:
+    store.sync()
+    result.setdefault("message", "in sync" if result["pushed"] else "committed and merged; not pushed")
+    return result

@@ -20,9 +20,11 @@ LOCK_TIMEOUT = 60.0
 STALE_TMP_SECONDS = 60.0
 _TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)-")
 
-# `.gitignore` written into .vaultmem/: the index is derived and never worth committing.
-_GITIGNORE = ("# derived from the notes by `vaultmem index rebuild`, or this device's own\n"
-              "index/\nlock\nstate/\nenrich/\nfences/\n")
+# `.gitignore` written into .vaultmem/: the index and vectors are derived, the rest is this
+# device's own; only the settings and the rule templates are shared between devices.
+GITIGNORE = ("# this device's own: the index and vectors (derived from the notes), locks, state, jobs.\n"
+             "# Shared with your other devices: config.yaml and templates/ only.\n"
+             "/*\n!/.gitignore\n!/config.yaml\n!/templates/\n")
 
 _CONFIG_TEMPLATE = """\
 # vaultmem settings for this vault (all optional; see `vaultmem config`).
@@ -83,7 +85,7 @@ class Vault:
             if not path.is_dir():
                 path.mkdir(parents=True, exist_ok=True)
                 created.append(rel.strip("/") + "/")
-        for rel, text in ((".vaultmem/.gitignore", _GITIGNORE), (".vaultmem/config.yaml", _CONFIG_TEMPLATE)):
+        for rel, text in ((".vaultmem/.gitignore", GITIGNORE), (".vaultmem/config.yaml", _CONFIG_TEMPLATE)):
             path = self.root / rel
             if not path.exists():
                 self.write_text(path, text)

@@ -1,0 +1,170 @@
+"""`vaultmem sync`: several clones of one vault through a git remote converge and lose nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import invoke
+
+from vaultmem.cli import cli
+from vaultmem.features.sync import merge_properties
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch):
+    for key, value in {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.test", "GIT_COMMITTER_NAME": "t",
+                       "GIT_COMMITTER_EMAIL": "t@example.test", "GIT_CONFIG_NOSYSTEM": "1"}.items():
+        monkeypatch.setenv(key, value)
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
+
+
+def vm(runner, device: Path, *args: str, now: str | None = None, code: int = 0):
+    env = {"VAULTMEM_NOW": now} if now else None
+    result = runner.invoke(cli, [*args, "--vault", str(device)], env=env, catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result
+
+
+def memory_files(device: Path) -> dict[str, bytes]:
+    return {p.relative_to(device).as_posix(): p.read_bytes() for p in sorted((device / "memory").rglob("*.md"))}
+
+
+@pytest.fixture
+def remote(tmp_path, runner):
+    """A bare remote holding one vault with one memory; `clone(name)` makes a device."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    first = tmp_path / "first"
+    assert invoke(runner, "init", str(first)).exit_code == 0
+    git(first, "init", "-q", "-b", "main")
+    saved = json.loads(vm(runner, first, "save", "Deploys go out on Tuesdays", "--json").output)
+    git(first, "remote", "add", "origin", str(bare))
+    vm(runner, first, "sync", "setup")
+    git(first, "add", "-A")
+    git(first, "commit", "-q", "-m", "vault")
+    git(first, "push", "-q", "-u", "origin", "main")
+
+    def clone(name: str) -> Path:
+        device = tmp_path / name
+        git(tmp_path, "clone", "-q", str(bare), name)
+        return device
+
+    clone.saved = saved  # type: ignore[attr-defined]
+    return clone
+
+
+def test_status_clash_keeps_the_more_lasting_state():
+    base = {"status": "active", "use_count": 1}
+    promoted = {"status": "promoted", "promoted_at": "2026-11-02T10:00:00Z", "use_count": 2}
+    archived = {"status": "archived", "archived_at": "2027-06-01T00:00:00Z", "use_count": 2}
+    for ours, theirs in ((promoted, archived), (archived, promoted)):
+        merged, clashes = merge_properties(base, ours, theirs)
+        assert clashes == []
+        assert merged == {"status": "promoted", "promoted_at": "2026-11-02T10:00:00Z", "use_count": 3}
+    # one side's move alone is an ordinary change
+    merged, _ = merge_properties(promoted, {**promoted, "status": "archived"}, promoted)
+    assert merged["status"] == "archived"
+
+
+def test_a_memory_promoted_here_and_archived_there_becomes_one_note(runner, remote):
+    laptop, desktop = remote("laptop"), remote("desktop")
+    mid, rel = remote.saved["memory_id"], remote.saved["path"]
+    name = rel.rsplit("/", 1)[1][:-3]
+    (laptop / "Projects.md").write_text(f"See [[{name}]] and [path]({rel.replace(' ', '%20')}).\n")
+    first = vm(runner, laptop, "sync", "--all")  # --all: the person's note too, as the Obsidian Git plugin does
+    assert "registered the merge driver" in first.output and "pushed" in first.output
+    vm(runner, desktop, "sync", "--all")
+    vm(runner, laptop, "promote", mid[:8], "--force", "--apply", now="2026-11-23T10:00:00Z")
+    vm(runner, laptop, "touch", mid[:8], now="2026-11-23T11:00:00Z")
+    vm(runner, laptop, "sync", "--all", now="2026-11-23T11:00:00Z")
+    vm(runner, desktop, "touch", mid[:8], now="2026-11-24T10:00:00Z")
+    vm(runner, desktop, "touch", mid[:8], now="2026-11-24T10:05:00Z")
+    assert "Archived 1" in vm(runner, desktop, "gc", "--apply", now="2027-06-01T00:00:00Z").output
+    out = json.loads(vm(runner, desktop, "sync", "--all", "--json", now="2027-06-01T00:00:00Z").output)
+    ltm = f"memory/ltm/{rel.rsplit('/', 1)[1]}"
+    archived = f"memory/archive/{rel.rsplit('/', 1)[1]}"
+    assert out["success"] and out["pushed"] and out["merge"] == "merged"
+    assert [(d["kept"], d["merged"], d["ancestor"]) for d in out["duplicates"]] == [(ltm, archived, True)]
+    assert out["clashes"] == []
+    vm(runner, laptop, "sync", "--all")
+    assert memory_files(laptop) == memory_files(desktop)
+    text = (desktop / ltm).read_text()
+    assert "use_count: 3\n" in text and "status: promoted\n" in text and "archived_at" not in text
+    assert "<<<<<<<" not in text and not (desktop / archived).exists()
+    assert "last_used: 2026-11-24T10:05:00Z\n" in text
+    # the index follows: one memory, long-term, three uses; the person's links resolve to it
+    opened = json.loads(vm(runner, desktop, "open", mid[:8], "--json").output)["memories"]
+    assert [(m["path"], m["use_count"]) for m in opened] == [(ltm, 3)]
+    projects = (desktop / "Projects.md").read_text()
+    assert f"[[{name}]]" in projects and f"({ltm.replace(' ', '%20')})" in projects
+
+
+def test_sync_without_a_remote_commits_here_only(runner, tmp_path):
+    device = tmp_path / "solo"
+    assert invoke(runner, "init", str(device)).exit_code == 0
+    git(device, "init", "-q", "-b", "main")
+    vm(runner, device, "save", "Deploys go out on Tuesdays")
+    (device / "Diary.md").write_text("mine\n")
+    out = vm(runner, device, "sync")
+    assert out.output.endswith("no remote: committed here only; add one with `git remote add origin URL` "
+                               "and `git push -u origin HEAD`\n")
+    tracked = git(device, "ls-files").split()
+    assert ".gitattributes" in tracked and ".vaultmem/config.yaml" in tracked and "Diary.md" not in tracked
+    assert not any(p.startswith(".vaultmem/index") for p in tracked)
+    assert git(device, "status", "--porcelain").split("\n")[:2] == ["?? .obsidian/", "?? Diary.md"]  # yours
+    vm(runner, device, "sync", "--all")
+    assert "Diary.md" in git(device, "ls-files").split()
+
+
+def test_sync_outside_git_names_the_fix(runner, vault_path):
+    result = vm(runner, vault_path, "sync", code=1)
+    assert result.output == (f"Error: {vault_path} is not in a git repository; run `git init` there and add a remote "
+                             "(`git remote add origin URL`), or use your sync tool and `vaultmem sync copies`\n")
+
+
+def test_a_branch_without_upstream_names_the_fix(runner, tmp_path):
+    device = tmp_path / "solo"
+    assert invoke(runner, "init", str(device)).exit_code == 0
+    git(device, "init", "-q", "-b", "main")
+    git(device, "remote", "add", "origin", str(tmp_path / "nowhere.git"))
+    result = vm(runner, device, "sync", code=1)
+    assert result.output.endswith("Error: branch main has no upstream; run `git push -u origin main` once, "
+                                  "then `vaultmem sync`\n")
+
+
+def test_a_conflict_in_the_person_s_note_stops_the_sync_and_names_it(runner, remote):
+    laptop, desktop = remote("laptop"), remote("desktop")
+    mid = remote.saved["memory_id"]
+    for device, line, now in ((laptop, "laptop's line", "2026-11-23T09:00:00Z"),
+                              (desktop, "desktop's line", "2026-11-23T09:30:00Z")):
+        (device / "Diary.md").write_text(f"{line}\n")
+        vm(runner, device, "touch", mid[:8], now=now)
+    vm(runner, laptop, "sync", "--all")
+    result = vm(runner, desktop, "sync", "--all", code=1)
+    assert result.output.endswith("Error: git could not merge 1 of your notes (Diary.md); fix the conflict markers "
+                                  "in them, `git add` them, then run `vaultmem sync` again\n")
+    assert "laptop's line" in (desktop / "Diary.md").read_text()  # git's markers, both texts
+    assert "use_count: 2\n" in (desktop / remote.saved["path"]).read_text()  # the memory merged meanwhile
+    (desktop / "Diary.md").write_text("laptop's line\ndesktop's line\n")
+    git(desktop, "add", "Diary.md")
+    out = json.loads(vm(runner, desktop, "sync", "--json").output)
+    assert out["success"] and out["pushed"]
+    vm(runner, laptop, "sync")
+    assert (laptop / "Diary.md").read_text() == "laptop's line\ndesktop's line\n"
+    assert memory_files(laptop) == memory_files(desktop)
+
+
+def test_an_older_gitignore_is_brought_up_to_date(runner, remote):
+    laptop = remote("laptop")
+    (laptop / ".vaultmem" / "embeddings.sqlite").write_bytes(b"derived")
+    vm(runner, laptop, "sync")
+    assert "embeddings.sqlite" not in git(laptop, "ls-files", ".vaultmem")
+    assert git(laptop, "ls-files", ".vaultmem").split() == [".vaultmem/.gitignore", ".vaultmem/config.yaml"]

@@ -134,7 +134,8 @@ def test_a_branch_without_upstream_names_the_fix(runner, tmp_path):
     device = tmp_path / "solo"
     assert invoke(runner, "init", str(device)).exit_code == 0
     git(device, "init", "-q", "-b", "main")
-    git(device, "remote", "add", "origin", str(tmp_path / "nowhere.git"))
+    git(device, "remote", "add", "origin", str(tmp_path / "other.git"))
+    git(device, "remote", "add", "backup", str(tmp_path / "backup.git"))
     result = vm(runner, device, "sync", code=1)
     assert result.output.endswith("Error: branch main has no upstream; run `git push -u origin main` once, "
                                   "then `vaultmem sync`\n")
@@ -168,3 +169,38 @@ def test_an_older_gitignore_is_brought_up_to_date(runner, remote):
     vm(runner, laptop, "sync")
     assert "embeddings.sqlite" not in git(laptop, "ls-files", ".vaultmem")
     assert git(laptop, "ls-files", ".vaultmem").split() == [".vaultmem/.gitignore", ".vaultmem/config.yaml"]
+
+
+def test_the_first_sync_publishes_the_branch(runner, tmp_path):
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    device = tmp_path / "first"
+    assert invoke(runner, "init", str(device)).exit_code == 0
+    git(device, "init", "-q", "-b", "main")
+    git(device, "remote", "add", "origin", str(bare))
+    vm(runner, device, "save", "Deploys go out on Tuesdays")
+    out = json.loads(vm(runner, device, "sync", "--json").output)
+    assert out["pushed"] and out["committed"] and out["message"] == "in sync"
+    assert git(device, "rev-parse", "--abbrev-ref", "@{u}").strip() == "origin/main"
+    assert git(bare, "rev-parse", "main") == git(device, "rev-parse", "HEAD")
+
+
+def test_one_memory_in_two_folders_outside_git_becomes_one_note(runner, vault_path):
+    saved = json.loads(vm(runner, vault_path, "save", "Deploys go out on Tuesdays", "--json").output)
+    rel = saved["path"]
+    text = (vault_path / rel).read_text()
+    archived = rel.replace("memory/stm/", "memory/archive/")
+    (vault_path / archived).write_text(text.replace("use_count: 0", "use_count: 4")
+                                       .replace("status: active", "status: archived"))
+    preview = vm(runner, vault_path, "sync", "copies")
+    assert preview.output == f"would merge: {archived} -> {rel} (one memory in two places)\n"
+    assert (vault_path / archived).exists()
+    out = json.loads(vm(runner, vault_path, "sync", "copies", "--apply", "--json").output)
+    [item] = out["duplicates"]
+    assert (item["kept"], item["merged"], item["status"], item["ancestor"]) == (rel, archived, "merged", False)
+    assert item["trashed_to"] == ".trash/" + rel.rsplit("/", 1)[1]
+    merged = (vault_path / rel).read_text()
+    assert "use_count: 4\n" in merged and "status: active\n" in merged  # no ancestor: the larger count
+    assert not (vault_path / archived).exists()
+    opened = json.loads(vm(runner, vault_path, "open", saved["memory_id"][:8], "--json").output)["memories"]
+    assert [(m["path"], m["use_count"]) for m in opened] == [(rel, 4)]

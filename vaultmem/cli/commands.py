@@ -1212,7 +1212,8 @@ def sync_copies(apply: bool, vault: str | None, as_json: bool) -> None:
     """Merge the conflict copies file-sync tools leave of memory notes (Obsidian Sync,
     Dropbox "(conflicted copy ...)", Syncthing ".sync-conflict-...", iCloud or Finder
     "name 2.md") into their originals by vaultmem's rule; the copy goes to .trash/ only after
-    the merge is written. Without --apply it only shows what it would do.
+    the merge is written. Outside git, one memory found in two folders (moved on two devices)
+    is made one note the same way. Without --apply it only shows what it would do.
 
     \b
     Example:
@@ -1223,11 +1224,14 @@ def sync_copies(apply: bool, vault: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(result)
         return
-    if not result["copies"]:
+    if not result["copies"] and not result["duplicates"]:
         click.echo("No conflict copies of memory notes.")
     for item in result["copies"]:
         clash = "" if item["clean"] else " (a clash is kept between markers)"
         click.echo(f"{item['status']}: {item['copy']} -> {item['original']}{clash}")
+    for item in result["duplicates"]:
+        clash = "" if item["clean"] else " (a clash is kept between markers)"
+        click.echo(f"{item['status']}: {item['merged']} -> {item['kept']} (one memory in two places){clash}")
 
 
 @sync_group.command(name="merge-driver")

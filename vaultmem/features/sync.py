@@ -295,7 +295,10 @@ def merge_copies(store: Memories, apply: bool = False) -> dict[str, Any]:
             store.index.refresh([original], removed=[rel])
             item["status"] = "merged"
         found.append(item)
-    return {"success": True, "applied": apply, "copies": found, "count": len(found)}
+    # one memory in two places (moved on two devices, each move synced): in a git repository
+    # `vaultmem sync` settles it with the common ancestor; here there is none
+    duplicates = [] if in_git(store.vault.root) else resolve_duplicates(store, apply=apply, remove="trash")
+    return {"success": True, "applied": apply, "copies": found, "count": len(found), "duplicates": duplicates}
 
 
 # -- one memory in two places ----------------------------------------------------------------
@@ -459,6 +462,15 @@ def git_sync(store: Memories, executable: str, *, push: bool = True, everything:
                                 "and `git push -u origin HEAD`"
             return _finish(store, result)
         branch = _run_git(root, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
+        remotes = _run_git(root, "remote").stdout.split()
+        if push and len(remotes) == 1 and _run_git(root, "ls-remote", "--exit-code", "--heads", remotes[0],
+                                                   branch).returncode == 2:
+            # the first device to sync publishes the branch (the remote does not have it yet)
+            published = _run_git(root, "push", "-u", remotes[0], branch, env=env)
+            if published.returncode != 0:
+                raise VaultmemError(f"git push failed: {_last_line(published)}")
+            result["pushed"] = True
+            return _finish(store, result)
         raise InvalidInput(f"branch {branch} has no upstream; run `git push -u origin {branch}` once, "
                            "then `vaultmem sync`")
     for _attempt in range(5):
@@ -482,6 +494,8 @@ def git_sync(store: Memories, executable: str, *, push: bool = True, everything:
         result["duplicates"] += _settle_duplicates(store, root, env, base)
         if not push:
             break
+        if _run_git(root, "rev-list", "--count", "@{u}..HEAD").stdout.strip() == "0":
+            break  # nothing here the remote lacks
         pushed = _run_git(root, "push", env=env)
         if pushed.returncode == 0:
             result["pushed"] = True
@@ -611,8 +625,8 @@ def _settle_duplicates(store: Memories, root: Path, env: Mapping[str, str], base
                    {edit["path"] for item in merged for edit in item.get("links_rewritten", [])})
     _run_git(root, "add", "-A", "--", *paths)
     if _run_git(root, "diff", "--cached", "--quiet").returncode != 0:
-        done = _run_git(root, "commit", "-q", "-m",
-                        f"vaultmem sync: one note per memory ({len(merged)} copies merged)", env=env)
+        copies = f"{len(merged)} {'copy' if len(merged) == 1 else 'copies'}"
+        done = _run_git(root, "commit", "-q", "-m", f"vaultmem sync: one note per memory ({copies} merged)", env=env)
         if done.returncode != 0:
             raise VaultmemError(f"git commit failed: {_last_line(done)}")
     return merged
@@ -628,5 +642,5 @@ def _stopped(result: dict[str, Any]) -> dict[str, Any]:
 
 def _finish(store: Memories, result: dict[str, Any]) -> dict[str, Any]:
     store.sync()
-    result.setdefault("message", "in sync" if result["pushed"] else "committed and merged; not pushed")
+    result.setdefault("message", "in sync")
     return result

@@ -204,3 +204,15 @@ def test_one_memory_in_two_folders_outside_git_becomes_one_note(runner, vault_pa
     assert not (vault_path / archived).exists()
     opened = json.loads(vm(runner, vault_path, "open", saved["memory_id"][:8], "--json").output)["memories"]
     assert [(m["path"], m["use_count"]) for m in opened] == [(rel, 4)]
+
+
+def test_init_git_makes_a_repository_with_the_merge_driver(runner, tmp_path):
+    device = tmp_path / "vault"
+    result = invoke(runner, "init", str(device), "--git", "--json")
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.output)["git"]
+    assert done["repository_created"] and done["repository"] == str(device)
+    assert (device / ".gitattributes").read_text() == "memory/**/*.md merge=vaultmem\n"
+    assert git(device, "config", "merge.vaultmem.driver").strip() == done["driver"]
+    again = json.loads(invoke(runner, "init", str(device), "--git", "--json").output)["git"]
+    assert not again["repository_created"] and not again["attributes_added"]

@@ -57,6 +57,11 @@ class MemoryStore(Memories):
         template, the note template in the vault's templates folder."""
         return obsidian.setup(self, template=template, dry_run=dry_run)
 
+    def git_init(self, executable: str) -> dict[str, Any]:
+        """A git repository in the vault (unless it is in one) with the merge driver registered."""
+        self.vault.require()
+        return sync.init_git(self.vault.root, executable)
+
     def sync_setup(self, executable: str) -> dict[str, Any]:
         """Register the git merge driver for memory notes in the vault's repository."""
         self.vault.require()

@@ -42,24 +42,35 @@ from vaultmem.text import format_unified
 
 @click.command()
 @click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.option("--git", "use_git", is_flag=True,
+              help="Also make the vault a git repository (unless it is in one) with vaultmem's merge driver "
+                   "for memory notes, for `vaultmem sync` across devices.")
 @vault_option
 @output_options
 @handle_errors
-def init(path: str | None, vault: str | None, as_json: bool) -> None:
+def init(path: str | None, use_git: bool, vault: str | None, as_json: bool) -> None:
     """Create the vault layout (memory/stm, memory/ltm, ...). Safe to run again.
 
     \b
     Example:
       vaultmem init ~/Documents/vaultmem
+      vaultmem init ~/Documents/vaultmem --git
     """
     store = _store(path or vault)
     result = store.init()
+    if use_git:
+        result["git"] = store.git_init(installed_executable())
     if as_json:
         emit_json(result)
         return
     click.echo(result["message"])
     for item in result["created"]:
         click.echo(f"  created {item}")
+    if use_git:
+        done = result["git"]
+        if done["repository_created"]:
+            click.echo(f"  created a git repository in {done['repository']}")
+        click.echo(f"  git merge driver: {done['driver']}")
 
 
 @click.command()

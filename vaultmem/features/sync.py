@@ -246,6 +246,15 @@ def setup_git(root: Path, executable: str) -> dict[str, Any]:
             "attributes_added": added, "driver": driver}
 
 
+def init_git(root: Path, executable: str) -> dict[str, Any]:
+    """`vaultmem init --git`: a git repository in the vault (unless it is already in one) with
+    the merge driver registered."""
+    created = not in_git(root) or _run_git(root, "rev-parse", "--show-toplevel").returncode != 0
+    if created:
+        _git(root, "init", "-q")
+    return {**setup_git(root, executable), "repository_created": created}
+
+
 # -- file-sync tools: conflict copies ------------------------------------------------------------
 
 _COPY_SUFFIX = re.compile(r"(-[0-9a-f]{8})(?: [0-9]+| copy(?: [0-9]+)?| - Copy(?: \([0-9]+\))?)(\.md)$", re.I)

@@ -166,11 +166,18 @@ class Simulation:
             self.ledger.duplicates_merged += len(result["duplicates"])
             self.ledger.copies_merged += result["count"]
 
-    def settle(self) -> None:
-        """Everyone syncs twice in turn: whatever is left travels everywhere."""
-        for _ in range(2):
+    def settle(self, most: int = 6) -> None:
+        """Everyone syncs in turn until a whole turn changes nothing (a merge made during one
+        device's sync travels on the next turn); at most `most` turns: more would be a loop."""
+        self.turns = 0
+        while self.turns < most:
+            before = [memory_notes(root) for root in self.roots]
             for i in range(3):
                 self.sync(i)
+            self.turns += 1
+            after = [memory_notes(root) for root in self.roots]
+            if self.turns >= 2 and after == before and after[0] == after[1] == after[2]:
+                return
 
     # -- a file-sync tool (Syncthing-like) -----------------------------------------------------
     @staticmethod
@@ -244,7 +251,8 @@ class Simulation:
                 "uses_counted": counted,
                 "person_lines": sum(len(v) for v in self.ledger.lines.values()), "syncs": self.ledger.syncs,
                 "duplicates_merged": self.ledger.duplicates_merged, "copies_merged": self.ledger.copies_merged,
-                "actions": dict(sorted(self.ledger.actions.items())), "clashes_kept": markers, "problems": problems}
+                "actions": dict(sorted(self.ledger.actions.items())),
+                "settling_turns": self.turns, "clashes_kept": markers, "problems": problems}
 
     def close(self) -> None:
         for store in self.stores:

@@ -216,3 +216,28 @@ def test_init_git_makes_a_repository_with_the_merge_driver(runner, tmp_path):
     assert git(device, "config", "merge.vaultmem.driver").strip() == done["driver"]
     again = json.loads(invoke(runner, "init", str(device), "--git", "--json").output)["git"]
     assert not again["repository_created"] and not again["attributes_added"]
+
+
+def test_a_plain_git_pull_stopped_by_a_memory_moved_on_both_devices_is_finished_by_vaultmem_sync(runner, remote):
+    laptop, desktop = remote("laptop"), remote("desktop")
+    mid, rel = remote.saved["memory_id"], remote.saved["path"]
+    for device in (laptop, desktop):
+        vm(runner, device, "sync", "setup")
+    vm(runner, laptop, "promote", mid[:8], "--force", "--apply", now="2026-11-23T10:00:00Z")
+    vm(runner, laptop, "sync", now="2026-11-23T10:00:00Z")
+    vm(runner, desktop, "touch", mid[:8], now="2026-11-24T10:00:00Z")
+    vm(runner, desktop, "gc", "--apply", now="2027-06-01T00:00:00Z")
+    git(desktop, "add", "-A")
+    git(desktop, "commit", "-q", "-m", "the desktop's work")
+    pulled = subprocess.run(["git", "-C", str(desktop), "pull", "--no-rebase", "--no-edit"], capture_output=True,
+                            text=True, check=False)
+    assert pulled.returncode == 1 and "CONFLICT (rename/rename)" in pulled.stdout  # git cannot place it
+    out = json.loads(vm(runner, desktop, "sync", "--json").output)
+    name = rel.rsplit("/", 1)[1]
+    assert out["success"] and out["pushed"]
+    assert [(d["kept"], d["merged"]) for d in out["duplicates"]] == [(f"memory/ltm/{name}", f"memory/archive/{name}")]
+    text = (desktop / "memory/ltm" / name).read_text()
+    assert "use_count: 1\n" in text and "status: promoted\n" in text and "<<<<<<<" not in text
+    assert git(desktop, "status", "--porcelain").split("\n")[0] != "UU"
+    vm(runner, laptop, "sync")
+    assert memory_files(laptop) == memory_files(desktop)

@@ -554,9 +554,10 @@ def test_ticking_a_review_box_in_obsidian_is_applied_by_the_watcher(vault_path, 
     assert path.read_text().count("%%vaultmem-done:") == 1
 
 
-@pytest.mark.skipif(not segments.CAN_FORK, reason="merging in a child process is Linux-only")
-def test_watcher_commits_leave_merging_segments_to_a_child(vault_path, running, reader):
-    """Each batch adds one segment; past MAX_SEGMENTS a forked child merges the small ones."""
+@pytest.mark.parametrize("rules", ["", "no-fork"])
+def test_watcher_commits_leave_merging_segments_to_a_child(vault_path, running, reader, rules, monkeypatch):
+    """Each batch adds one segment; past MAX_SEGMENTS a child (forked; spawned without fork) merges the small ones."""
+    monkeypatch.setenv("VAULTMEM_PLATFORM_RULES", rules)
     stm = vault_path / "memory/stm"
 
     def write(i: int) -> None:  # atomically (temp + rename): one event, one batch, one commit

@@ -354,3 +354,17 @@ def test_watch_save_search_gc_run_with_windows_rules(runner, vault_path, monkeyp
     finally:
         r.stop()
     assert not (vault_path / ".vaultmem" / w.LOCK_FILE).exists()
+
+
+def test_the_ci_workflow_runs_the_readme_test_command_everywhere():
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    flow = yaml.safe_load((root / ".github/workflows/test.yml").read_text(encoding="utf-8"))
+    job = flow["jobs"]["test"]
+    assert job["strategy"]["matrix"] == {"os": ["ubuntu-latest", "macos-latest", "windows-latest"],
+                                         "python": ["3.10", "3.11", "3.12", "3.13"]}
+    assert job["defaults"]["run"]["shell"] == "bash"
+    assert job["steps"][-1]["run"] == "make test PYTHON=python"
+    assert "make test" in (root / "README.md").read_text(encoding="utf-8")
+    assert (root / ".ci/run").read_text(encoding="utf-8").rstrip().endswith("make test")

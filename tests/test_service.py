@@ -16,13 +16,14 @@ from vaultmem.base.config import TEMPLATE_DIR
 from vaultmem.cli import service
 
 NS = {"t": "http://schemas.microsoft.com/windows/2004/02/mit/task"}
+T = "{" + NS["t"] + "}"
 EXE = r"C:\Users\Ana Lúcia\AppData\Local\Programs\Python\Python313\Scripts\vaultmem.exe"
 VAULT = r"C:\Users\Ana Lúcia\Documents\Notes & <Ideas>\vault\\"
 
 
 def test_the_windows_template_is_a_task_that_runs_the_watcher_at_logon():
     task = ET.parse(TEMPLATE_DIR / "vaultmem-watch.xml").getroot()
-    assert task.tag == "{%s}Task" % NS["t"]
+    assert task.tag == T + "Task"
     assert task.find("t:Triggers/t:LogonTrigger/t:Enabled", NS).text == "true"
     assert task.find("t:Settings/t:MultipleInstancesPolicy", NS).text == "IgnoreNew"
     assert task.find("t:Settings/t:ExecutionTimeLimit", NS).text == "PT0S"  # runs for as long as you are logged on
@@ -40,7 +41,7 @@ def test_windows_task_has_the_absolute_executable_and_the_vault_escaped():
     assert task.find("t:Actions/t:Exec/t:Arguments", NS).text == (
         r'watch --vault "C:\Users\Ana Lúcia\Documents\Notes & <Ideas>\vault\\\\"')
     assert "Notes &amp; &lt;Ideas&gt;" in text
-    assert [u.text for u in task.iter("{%s}UserId" % NS["t"])] == ["DESKTOP-1\\ana", "DESKTOP-1\\ana"]
+    assert [u.text for u in task.iter(T + "UserId")] == ["DESKTOP-1\\ana", "DESKTOP-1\\ana"]
     assert "YOU" not in text.split("-->", 1)[1]
 
 

@@ -313,10 +313,9 @@ class Vault:
     def create_exclusive(self, path: Path, text: str) -> None:
         """Write a new note, never replacing an existing file of that name (secret gate first)."""
         self._check_writable(path)
-        self.check_new_name(path)
-        if portable.case_variant(path) is not None:  # macOS and Windows would see one file
-            raise FileExistsError(errno.EEXIST, "a file differing only in case exists", str(path))
+        self.check_new_name(path)  # also refuses a name differing only in case from a file there
         secrets.check_added(None, text)
+        before = portable.folder_stamp(path.parent)
         tmp = self._synced_temp(path, text)
         try:
             os.chmod(tmp, 0o644)
@@ -324,6 +323,7 @@ class Vault:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        portable.created(path, before)
 
     def move(self, src_rel: str, dst_folder: str) -> str:
         """Move a note to another folder keeping its file name; returns the new path."""

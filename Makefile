@@ -2,14 +2,17 @@
 #   make demo   installs vaultmem into .venv and runs it on a demo vault (./demo-vault)
 #   make test   installs vaultmem with its test dependencies and runs the whole suite
 VENV ?= .venv
-PY := $(VENV)/bin/python
-VM := $(VENV)/bin/vaultmem
+PYTHON ?= python3
+# a venv keeps its programs in Scripts/ on Windows (Git Bash's make), bin/ elsewhere
+BIN := $(if $(filter Windows_NT,$(OS)),Scripts,bin)
+PY := $(VENV)/$(BIN)/python
+VM := $(VENV)/$(BIN)/vaultmem
 DEMO ?= demo-vault
 
 .PHONY: install demo test bench clean
 
 $(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
@@ -26,8 +29,8 @@ demo: install
 	@echo; echo "Open $(DEMO)/ in Obsidian to see the notes; try: $(VM) --help"
 
 test: install
-	$(VENV)/bin/ruff check
-	$(VENV)/bin/mypy
+	$(VENV)/$(BIN)/ruff check
+	$(VENV)/$(BIN)/mypy
 	$(PY) -m pytest
 
 bench: install

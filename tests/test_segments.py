@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 from reliability_helpers import check_after_next_command, open_store, run_killed
 
+from vaultmem.base import portable
 from vaultmem.storage import segments
 from vaultmem.store import MemoryStore
 
-pytestmark = pytest.mark.skipif(not segments.CAN_FORK, reason="merging in a child process is Linux-only")
+# the forked child; the spawned one (macOS, Windows) is tested in tests/test_portable.py
+pytestmark = pytest.mark.skipif(not portable.can_fork(), reason="forking a merge child is Linux-only")
 
 # every call that creates, renames or removes a file or folder (os.remove is not os.unlink)
 HOOKED = ("replace", "rename", "link", "unlink", "remove", "rmdir", "mkdir", "fsync", "open")
@@ -189,6 +191,7 @@ def test_merge_child_does_not_keep_the_watchers_instance_lock(tmp_path):
     """A watcher SIGKILLed while its merge child runs must not block the next watcher."""
     import fcntl
 
+    from vaultmem import watcher as w
     from vaultmem.watcher import InstanceLock
 
     store, versions = committed_without_merging(tmp_path / "v", notes=20, edits=12)
@@ -196,9 +199,9 @@ def test_merge_child_does_not_keep_the_watchers_instance_lock(tmp_path):
     lock.acquire()
     try:
         with store.vault.lock():  # the child waits for the vault lock: alive while we look
-            pid = segments.start_merge(store.vault, close_fds=[lock._fd])
+            pid = segments.start_merge(store.vault, close_fds=lock.fds())
             lock.release()  # as the kernel does when the watcher dies
-            fd = os.open(lock.path, os.O_RDWR)
+            fd = os.open(store.vault.state_dir / w.LOCK_FILE, os.O_RDWR)
             try:  # free once the child closed its copy (it cannot exit before we release the vault lock)
                 deadline = time.monotonic() + 30
                 while True:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vaultmem.base import portable
 from vaultmem.base.config import TMP_MARK
 from vaultmem.base.errors import VaultmemError
 from vaultmem.base.timeutil import format_time
@@ -40,6 +41,7 @@ TRIM_INTERVAL = 5.0  # seconds between malloc_trim calls
 MMAP_THRESHOLD = 128 * 1024  # glibc: allocations this big or bigger are mmapped, and unmapped when freed
 STATUS_FILE = "state/watcher.json"
 PID_FILE = "state/watcher.pid"
+LOCK_FILE = "state/watcher.lock"
 
 
 def relevant(rel: str) -> bool:
@@ -144,100 +146,63 @@ class Pending:
 
 
 class InstanceLock:
-    """An exclusive lock on `.vaultmem/state/watcher.pid` that holds the owner's PID.
+    """One watcher per vault: an exclusive lock on `.vaultmem/state/watcher.lock`
+    (`portable.ExclusiveLock`: flock, Windows' own lock, or a PID lock file) and the owner's
+    PID in `.vaultmem/state/watcher.pid`, for the message a second watcher prints.
 
-    The kernel drops the lock when the process dies, so a PID left by a killed watcher
+    The system drops the lock when the process dies, so a PID left by a killed watcher
     (stale) never blocks the next one.
     """
 
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / PID_FILE
-        self._fd: int | None = None
+        self._lock = portable.ExclusiveLock(state_dir / LOCK_FILE)
+        self._held = False
         self.stale_pid: int | None = None
 
     def acquire(self, wait: float = 1.0) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait
-        while True:
-            if _try_lock(fd):
-                break
+        while not self._lock.try_acquire():
             if time.monotonic() >= deadline:
-                pid = _read_pid(fd)
-                os.close(fd)
+                pid = _read_pid(self.path)
                 who = f"PID {pid}" if pid else "PID unknown, it is starting"
                 raise VaultmemError(
                     f"a watcher already runs for this vault ({who}); stop it first (`kill {pid or '<pid>'}`) "
                     "or check it with `vaultmem watch --status`"
                 )
             time.sleep(0.05)
-        self.stale_pid = _read_pid(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
+        self._held = True
+        self.stale_pid = _read_pid(self.path)
+        _write_atomic(self.path, f"{os.getpid()}\n")
 
     def release(self) -> None:
-        if self._fd is not None:
+        if self._held:
             with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, 0)
-            os.close(self._fd)  # closing drops the lock
-            self._fd = None
+                self.path.unlink()
+            self._lock.release()
+            self._held = False
+
+    def fds(self) -> list[int]:
+        """Descriptors a forked merge child closes, so the lock never outlives the watcher."""
+        return self._lock.fds()
 
     def held_by_other(self) -> bool:
-        """Whether another process holds the lock right now (for --status)."""
-        if not self.path.exists():
-            return False
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            if sys.platform == "win32":  # pragma: no cover - no flock; trust the PID
-                pid = _read_pid(fd)
-                return bool(pid) and _pid_alive(pid)
-            import fcntl
-
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except OSError:
-                return True
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        finally:
-            os.close(fd)
+        """Whether another process (or another InstanceLock) holds the lock right now (for --status)."""
+        return not self._held and self._lock.held_elsewhere()
 
 
-def _try_lock(fd: int) -> bool:
-    if sys.platform == "win32":  # pragma: no cover
-        import msvcrt
-
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-            return True
-        except OSError:
-            return False
-    import fcntl
-
+def _read_pid(path: Path) -> int | None:
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except OSError:
-        return False
-
-
-def _read_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 32, 0).decode().strip()
+        text = path.read_text(encoding="ascii").strip()
         return int(text) if text else None
     except (OSError, ValueError):
         return None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
+    tmp.write_text(text, encoding="ascii")
+    os.replace(tmp, path)
 
 
 # -- status file -------------------------------------------------------------------------------
@@ -627,7 +592,7 @@ class Watcher:
             log.debug("cannot read the index segments: %s", exc)
             return
         if due:
-            own = [self.lock._fd] if self.lock._fd is not None else []
+            own = self.lock.fds()
             self._merge_pid = self.store.start_index_merge(close_fds=own)
             log.debug("merging index segments in child process %d", self._merge_pid)
 
@@ -697,21 +662,9 @@ def run_once(store: Any) -> dict[str, Any]:
     }
 
 
-_LIBC: list[Any] = []
-
-
 def _glibc() -> Any:
     """glibc (for malloc_trim and mallopt), or None elsewhere (macOS, musl, Windows)."""
-    if not _LIBC:
-        lib = None
-        if sys.platform.startswith("linux"):
-            with contextlib.suppress(OSError, AttributeError):
-                import ctypes
-
-                lib = ctypes.CDLL("libc.so.6")
-                lib.malloc_trim, lib.mallopt  # noqa: B018 - both exist: glibc, not musl
-        _LIBC.append(lib)
-    return _LIBC[0]
+    return portable.glibc()
 
 
 def _malloc_trim() -> Any:

@@ -1,7 +1,8 @@
 """Adapter: the `vaultmem` command. Parses options, calls `MemoryStore`, formats the result.
 
 The group is assembled here, explicitly: `commands.COMMANDS` (core) and
-`mnemosyne.COMMANDS` (recall, forget, blocks, awareness, hooks).
+`mnemosyne.COMMANDS` (recall, forget, blocks, awareness, hooks), `service.COMMANDS`
+(the watcher as a user service).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import click
 
 from vaultmem import __version__
-from vaultmem.cli import commands, mnemosyne
+from vaultmem.cli import commands, mnemosyne, service
 
 
 @click.group()
@@ -25,7 +26,7 @@ def cli() -> None:
     """
 
 
-for _command in (*commands.COMMANDS, *mnemosyne.COMMANDS):
+for _command in (*commands.COMMANDS, *mnemosyne.COMMANDS, *service.COMMANDS):
     cli.add_command(_command)
 
 

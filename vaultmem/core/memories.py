@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base import secrets
+from vaultmem.base import portable, secrets
 from vaultmem.base.config import TEMPLATE_DIR, Settings, load_settings
 from vaultmem.base.errors import (
     Ambiguous,
@@ -248,7 +248,7 @@ class Memories:
         text = notes.render_note(self.template("memory"), memory)
         folder = self.settings.stm_dir.strip("/")
         name = f"{notes.slugify(content)}-{memory.short_id}.md"
-        rel = f"{folder}/{name}"
+        rel, _renamed = self._free_name(f"{folder}/{name}", memory.id)
         self.vault.create_exclusive(self.vault.abs(rel), text)
         self.index.refresh([rel])
         if deferred:
@@ -895,15 +895,18 @@ class Memories:
         return {"path": moved, "from": rel, "renamed_to": renamed, "links_rewritten": edits}
 
     def _free_name(self, dst: str, mid: str) -> tuple[str, str | None]:
-        """`dst`, or a name beside it nobody holds: `<stem>-<id8>.md`, then numbered."""
-        if not self.vault.abs(dst).exists():
+        """`dst`, or a name beside it nobody holds: `<stem>-<id8>.md`, then numbered. A name
+        differing only in case from a file there counts as held (macOS and Windows), and so does
+        a folder: `dst` takes the spelling of an existing folder that differs only in case."""
+        dst = self.vault.match_case(dst)
+        if not portable.taken(self.vault.abs(dst)):
             return dst, None
         folder, name = dst.rsplit("/", 1)
         stem = name[:-3]
         tail = f"-{mid[:8]}" if mid and not stem.endswith(mid[:8]) else ""
         for n in range(0, 1000):
             candidate = f"{folder}/{stem}{tail}{'' if n == 0 else f'-{n}'}.md"
-            if not self.vault.abs(candidate).exists():
+            if not portable.taken(self.vault.abs(candidate)):
                 return candidate, candidate.rsplit("/", 1)[1]
         raise VaultmemError(f"cannot find a free name for {name} in {folder}/; rename the notes there")
 
@@ -1047,9 +1050,7 @@ class Memories:
 
     def defer_index_merges(self) -> bool:
         """Commits stop merging index segments; `start_index_merge` merges them in a child
-        process instead (storage/segments.py). False where fork is missing: commits merge."""
-        if not segments.CAN_FORK:
-            return False
+        process instead (storage/segments.py: forked, or spawned where fork is missing)."""
         self.index.merge_on_commit = False
         return True
 
@@ -1062,7 +1063,7 @@ class Memories:
         return not self.index.merge_on_commit and bool(segments.plan(self.index.ix._segments()))
 
     def start_index_merge(self, close_fds: Sequence[int] = ()) -> int:
-        """Fork the child that merges the index segments; its pid."""
+        """Start the child that merges the index segments (forked or spawned); its pid."""
         return segments.start_merge(self.vault, close_fds=list(close_fds))
 
     def index_merge_result(self, pid: int, wait: bool = False) -> str | None:

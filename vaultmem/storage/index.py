@@ -348,6 +348,7 @@ class Index:
         self.viewer: str | None = None  # set_viewer: the agent whose view of the catalog reads get
         # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
         self.merge_on_commit = True
+        self.parse_context: str | None = None  # the last rebuild's workers: None (parsed here), fork, spawn
 
     # -- opening ----------------------------------------------------------------------------
     def _current_ino(self) -> int | None:
@@ -622,24 +623,29 @@ class Index:
 
     def _read_all(self, paths: list[str], on_disk: dict[str, tuple[int, int]]) -> Iterator[Record]:
         """Parse notes in order; big vaults parse in worker processes while Whoosh indexes here."""
-        import sys
         import threading
+
+        from vaultmem.base import portable
 
         workers = min(4, (os.cpu_count() or 1) - 1)
         # fork is cheap and needs no importable __main__, but is only safe single-threaded on
-        # Linux; elsewhere (threaded servers, macOS) parse here, serially.
-        parallel = (len(paths) >= PARALLEL_PARSE_MIN and workers >= 1 and sys.platform == "linux"
-                    and threading.active_count() == 1)
+        # Linux; elsewhere (macOS, Windows) workers are spawned: fresh interpreters that import
+        # this module, worth their start-up only on a big vault.
+        fork = portable.can_fork()
+        self.parse_context = None
+        parallel = (len(paths) >= PARALLEL_PARSE_MIN and workers >= 1
+                    and (threading.active_count() == 1 or not fork))
         if not parallel:
             for rel in paths:
                 yield read_record(self.vault, rel, on_disk[rel])
             return
-        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         chunks = [[(rel, on_disk[rel]) for rel in paths[i:i + 250]] for i in range(0, len(paths), 250)]
         jobs = ((self.vault.root, self.vault.settings, chunk) for chunk in chunks)
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        context = portable.pool_context()
+        self.parse_context = context.get_start_method()
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
             for batch in pool.map(_read_chunk, jobs):
                 yield from batch
 

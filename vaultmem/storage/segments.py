@@ -12,21 +12,23 @@ exits; its memory goes back to the OS with it. A merge changes how the index is 
 what it holds, so a merge killed at any moment leaves the previous generation, which Whoosh
 still reads (orphaned segment files are removed by the next commit's clean-up).
 
-Fork is used on Linux only (as for the parallel rebuild); elsewhere the watcher keeps
-merging in-process.
+The child is forked on Linux; elsewhere (macOS, Windows, or `no-fork` forced) it is a new
+interpreter spawned to run `merge` (`base/portable.py`). Either way the caller gets a PID and
+reaps it with `finished`.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+import subprocess
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from vaultmem.base import portable
+
 MAX_SEGMENTS = 8  # more segments than this: merge all but the biggest
 GARBAGE_SHARE = 0.25  # deletions in the biggest segment, or documents outside it, past this share of it: merge all
-CAN_FORK = sys.platform == "linux" and hasattr(os, "fork")
 
 NOTHING_TO_DO, MERGED, FAILED = 1, 0, 2  # the child's exit codes
 
@@ -87,11 +89,16 @@ def merge(vault: Any) -> bool:
 
 
 def start_merge(vault: Any, close_fds: Sequence[int] = ()) -> int:
-    """Fork a child that runs `merge` and exits; returns its PID (reap it with `finished`).
+    """Start a child that runs `merge` and exits; returns its PID (reap it with `finished`).
 
-    `close_fds` are closed in the child first: the watcher's instance lock (a flock shared by
-    every copy of its descriptor) must not outlive a killed watcher in its merge child.
+    Forked where fork works, else spawned. `close_fds` are closed in a forked child first: the
+    watcher's instance lock (a flock shared by every copy of its descriptor) must not outlive a
+    killed watcher in its merge child. A spawned child inherits no descriptors at all.
     """
+    if not portable.can_fork():
+        child = portable.spawn_python(_SPAWNED_CHILD, os.fspath(vault.root))
+        _SPAWNED[child.pid] = child
+        return child.pid
     from vaultmem.storage.vault import Vault
 
     with warnings.catch_warnings():  # Python 3.12+ warns about fork in threaded processes
@@ -101,8 +108,11 @@ def start_merge(vault: Any, close_fds: Sequence[int] = ()) -> int:
         return pid
     code = FAILED
     try:  # the child: only Whoosh files and the lock file; never returns into the caller
-        for fd in close_fds:
-            os.close(fd)
+        for fd in close_fds:  # filelock 4 closes its own descriptors in a forked child already
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         # A lock object of its own: the parent's (same fd, same flock) would not exclude the parent.
         code = MERGED if merge(Vault(vault.root, vault.settings)) else NOTHING_TO_DO
     except BaseException as exc:  # noqa: BLE001 - reported through the exit code and stderr
@@ -114,8 +124,33 @@ def start_merge(vault: Any, close_fds: Sequence[int] = ()) -> int:
         os._exit(code)
 
 
+_SPAWNED: dict[int, subprocess.Popen[bytes]] = {}  # spawned merge children not yet reaped
+_SPAWNED_CHILD = "import sys; from vaultmem.storage.segments import child_main; sys.exit(child_main(sys.argv[1]))"
+
+
+def child_main(root: str) -> int:
+    """A spawned merge child: merge the vault's index segments; the exit code says how it went.
+    The merge needs only the vault's folder: the index and the lock live where `Vault` puts them."""
+    from pathlib import Path
+
+    from vaultmem.base.config import Settings
+    from vaultmem.storage.vault import Vault
+
+    try:
+        return MERGED if merge(Vault(Path(root), Settings())) else NOTHING_TO_DO
+    except Exception as exc:  # reported through the exit code and stderr
+        os.write(2, f"vaultmem: segment merge failed: {type(exc).__name__}: {exc}\n".encode())
+        return FAILED
+
+
 def finished(pid: int, wait: bool = False) -> int | None:
     """The merge child's exit code once it ended (negative: killed by that signal), else None."""
+    child = _SPAWNED.get(pid)
+    if child is not None:
+        code = child.wait() if wait else child.poll()
+        if code is not None:
+            del _SPAWNED[pid]
+        return code
     try:
         done, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
     except ChildProcessError:  # already reaped

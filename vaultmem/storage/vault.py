@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base import secrets
+from vaultmem.base import portable, secrets
 from vaultmem.base.config import SKIP_DIRS, TMP_MARK, Settings
 from vaultmem.base.errors import InvalidInput, VaultmemError
 
@@ -135,6 +135,34 @@ class Vault:
         return candidate
 
     # -- scanning -------------------------------------------------------------------------
+    def check_new_name(self, path: Path) -> None:
+        """Refuse to create a file Windows, macOS or Obsidian could not hold (its name, its length)
+        or one whose name differs only in case from a file beside it (one file on macOS and Windows)."""
+        if not Path(path).absolute().is_relative_to(self.root):
+            return  # the derived files of a read-only vault, in the user's cache
+        rel = self.rel(path)
+        problem = portable.path_problem(rel)
+        if problem:
+            raise InvalidInput(f"cannot create {rel}: the path {problem}; choose a shorter or plainer name")
+        other = portable.case_variant(path)
+        if other is not None:
+            raise VaultmemError(f"cannot create {rel}: {self.rel(other)} exists and differs only in case, "
+                                "which macOS and Windows treat as the same file; use that name or another")
+
+    def match_case(self, rel: str) -> str:
+        """`rel` with each folder spelt as an existing folder differing only in case is spelt, so a
+        move into `ltm/Work/` lands in an existing `ltm/work/`, as it would on macOS and Windows."""
+        parts = rel.split("/")
+        here = self.root
+        for i, part in enumerate(parts[:-1]):
+            if not (here / part).is_dir():
+                other = portable.case_variant(here / part)
+                if other is None or not other.is_dir():
+                    break
+                parts[i] = other.name
+            here = here / parts[i]
+        return "/".join(parts)
+
     def scan(self) -> dict[str, tuple[int, int]]:
         """Every markdown note: vault-relative path -> (mtime_ns, size).
 
@@ -230,6 +258,7 @@ class Vault:
             old: str | None = path.read_bytes().decode("utf-8", "replace")
         except FileNotFoundError:
             old = None
+            self.check_new_name(path)
         secrets.check_added(old, text)
         tmp = self._synced_temp(path, text)
         try:
@@ -286,20 +315,23 @@ class Vault:
     def create_exclusive(self, path: Path, text: str) -> None:
         """Write a new note, never replacing an existing file of that name (secret gate first)."""
         self._check_writable(path)
+        self.check_new_name(path)  # also refuses a name differing only in case from a file there
         secrets.check_added(None, text)
+        before = portable.folder_stamp(path.parent)
         tmp = self._synced_temp(path, text)
         try:
             os.chmod(tmp, 0o644)
-            os.link(tmp, path)  # fails if the name is taken: no clobbering
+            portable.link_exclusive(Path(tmp), path)  # fails if the name is taken: no clobbering
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        portable.created(path, before)
 
     def move(self, src_rel: str, dst_folder: str) -> str:
         """Move a note to another folder keeping its file name; returns the new path."""
         src = self.abs(src_rel)
         dst = self.abs(f"{dst_folder.strip('/')}/{src.name}")
-        if dst.exists():
+        if portable.taken(dst):
             raise VaultmemError(f"cannot move {src_rel}: {self.rel(dst)} already exists; rename one of them")
         dst.parent.mkdir(parents=True, exist_ok=True)
         os.rename(src, dst)
@@ -309,8 +341,9 @@ class Vault:
         """Move a note to exactly `dst_rel`, never replacing a file there."""
         src, dst = self.abs(src_rel), self.abs(dst_rel)
         self._check_writable(src)
-        if dst.exists():
-            raise VaultmemError(f"cannot move {src_rel}: {dst_rel} already exists; rename one of them")
+        if portable.taken(dst):
+            raise VaultmemError(f"cannot move {src_rel}: {dst_rel} already exists (or a name differing only in case); "
+                                "rename one of them")
         dst.parent.mkdir(parents=True, exist_ok=True)
         os.rename(src, dst)
 
@@ -328,7 +361,7 @@ class Vault:
         trash.mkdir(exist_ok=True)
         dst = trash / src.name
         n = 1
-        while dst.exists():
+        while portable.taken(dst):
             dst = trash / f"{src.stem} {n}{src.suffix}"
             n += 1
         try:
@@ -429,33 +462,10 @@ def is_conflict_copy(rel: str) -> bool:
     return bool(CONFLICT_COPY.search(name) or FILE_MANAGER_COPY.search(name))
 
 
-def pid_alive(pid: int) -> bool:
-    """True when a process with this id runs on this machine (or we may not signal it)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-_ILLEGAL_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]')
-
-
-_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
-MAX_NAME_BYTES = 200  # file systems allow 255; leave room for " 1.md", sync-conflict suffixes
+pid_alive = portable.pid_alive  # one check for every platform (base/portable.py)
 
 
 def safe_file_name(name: str) -> str:
     """A name usable as an Obsidian note file name on every platform (one plain path part)."""
-    name = _ILLEGAL_NAME.sub("-", name).strip(" .-")
-    while len(name.encode("utf-8")) > MAX_NAME_BYTES:
-        name = name[:-1]
-    name = name.rstrip(" .-")
-    if name.split(".")[0].upper() in _RESERVED:
-        stem, dot, rest = name.partition(".")
-        name = f"{stem}-note{dot}{rest}"  # Windows reserves these names with any extension
+    name = portable.sanitize_name(name)
     return name or "note"

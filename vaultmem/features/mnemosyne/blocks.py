@@ -16,6 +16,7 @@ import re
 import uuid
 from typing import Any
 
+from vaultmem.base import portable
 from vaultmem.base.errors import (
     ConflictError,
     InvalidInput,
@@ -33,12 +34,28 @@ ANONYMOUS = "anonymous"
 
 
 def check_name(name: str) -> str:
+    """The name, or InvalidInput: it must make a file name every platform and Obsidian accept."""
     name = (name or "").strip()
     if not NAME_RE.match(name) or name.endswith(".md"):
         raise InvalidInput(
             f"block name {name!r} is not valid; use 1-100 letters, digits, '_', '-' or '.', starting with a letter or digit"
         )
+    problem = portable.name_problem(name)
+    if problem:
+        plain = name.rstrip(". ")
+        stem = plain.split(".")[0]
+        raise InvalidInput(f"block name {name!r} {problem}; use another name, such as {stem + '-block' + plain[len(stem):]!r}")
     return name
+
+
+def _case_clash(store: Memories, rel: str) -> None:
+    """A new block whose file differs only in case from an existing one: refused (one file on
+    macOS and Windows), naming the existing block."""
+    other = portable.case_variant(store.vault.abs(rel))
+    if other is not None:
+        theirs = other.stem.removeprefix(FILE_PREFIX)
+        raise InvalidInput(f"block name {rel.rsplit('/', 1)[-1][:-3].removeprefix(FILE_PREFIX)!r} differs only in "
+                           f"case from the block {theirs!r}, which macOS and Windows keep in the same file; use {theirs!r}")
 
 
 FILE_PREFIX = "block-"  # `block-persona.md`: a name no daily note, template or note of the person takes
@@ -137,6 +154,7 @@ def set_(store: Memories, name: str, content: str, *, agent: str | None = None,
             now = store.now()
             changes: dict[str, Any] = {"version": version, "last_writer": writer, "updated_at": now}
             if current is None:
+                _case_clash(store, rel)
                 block_id = str(uuid.uuid4())
                 head: dict[str, Any] = {"id": block_id, "created": now, "memory_type": "core", "block": name}
                 head.update(changes)

@@ -1,0 +1,390 @@
+"""Platforms: every fallback of base/portable.py run here on Linux (VAULTMEM_PLATFORM_RULES),
+names valid on Linux, macOS, Windows and in Obsidian, and no two files differing only in case."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import invoke
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vaultmem import watcher as w
+from vaultmem.base import portable
+from vaultmem.base.errors import InvalidInput, VaultmemError
+from vaultmem.storage import note as notes
+from vaultmem.storage import segments
+from vaultmem.storage.vault import safe_file_name
+from vaultmem.store import MemoryStore
+
+RULES = "VAULTMEM_PLATFORM_RULES"
+LINUX = sys.platform == "linux"  # where nothing needs a fallback; elsewhere the fallbacks are the real thing
+
+
+def memory_text(ident: str, body: str, created: str = "2026-11-20T10:00:00Z", last_used: str = "2026-11-20T10:00:00Z",
+                use_count: int = 0) -> str:
+    return (f"---\nid: {ident}\ncreated: {created}\nlast_used: {last_used}\nuse_count: {use_count}\n"
+            f"strength: 1.0\nstatus: active\ntags: []\n---\n{body}\n")
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+# -- the switches -------------------------------------------------------------------------------
+
+
+def test_switches_are_read_at_each_call(monkeypatch):
+    assert portable.forced() == frozenset()
+    if LINUX:
+        assert portable.can_fork() is True and portable.has_fcntl() is True and portable.glibc() is not None
+    monkeypatch.setenv(RULES, " No-Fork , case-insensitive,unknown")
+    assert portable.forced() == {"no-fork", "case-insensitive"}
+    assert portable.can_fork() is False and portable.pool_context().get_start_method() == "spawn"
+    assert portable.case_insensitive_fs(Path.cwd()) is True
+    monkeypatch.setenv(RULES, "windows")
+    assert portable.forced() == set(portable.RULES)
+    assert (portable.can_fork(), portable.has_fcntl(), portable.glibc()) == (False, False, None)
+
+
+def test_case_insensitivity_is_probed_on_the_real_file_system(tmp_path):
+    folder = tmp_path / "Probe"
+    folder.mkdir()
+    assert portable.case_insensitive_fs(folder) is (sys.platform in ("darwin", "win32"))  # default file systems
+
+
+# -- one watcher per vault, with and without fcntl ---------------------------------------------
+
+
+@pytest.mark.parametrize("rules", ["", "no-fcntl"])
+def test_a_second_watcher_is_told_the_running_pid(tmp_path, monkeypatch, rules):
+    monkeypatch.setenv(RULES, rules)
+    state = tmp_path / ".vaultmem"
+    first, second = w.InstanceLock(state), w.InstanceLock(state)
+    first.acquire()
+    assert (state / w.PID_FILE).read_text() == f"{os.getpid()}\n"
+    assert second.held_by_other() is True and first.held_by_other() is False
+    with pytest.raises(VaultmemError) as info:
+        second.acquire(wait=0.1)
+    assert str(info.value) == (f"a watcher already runs for this vault (PID {os.getpid()}); stop it first "
+                               f"(`kill {os.getpid()}`) or check it with `vaultmem watch --status`")
+    first.release()
+    assert not (state / w.PID_FILE).exists()
+    assert second.held_by_other() is False
+    second.acquire(wait=0.1)
+    assert second.stale_pid is None
+    second.release()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows locks with its own call; the PID lock file is for neither")
+def test_without_fcntl_a_dead_watchers_lock_file_is_taken_over(tmp_path, monkeypatch):
+    monkeypatch.setenv(RULES, "no-fcntl")
+    state = tmp_path / ".vaultmem"
+    (state / "state").mkdir(parents=True)
+    gone = dead_pid()
+    (state / w.LOCK_FILE).write_text(f"{gone}\n")  # what a killed watcher leaves
+    (state / w.PID_FILE).write_text(f"{gone}\n")
+    lock = w.InstanceLock(state)
+    assert lock.held_by_other() is False
+    lock.acquire(wait=0.1)
+    assert lock.stale_pid == gone
+    assert (state / w.LOCK_FILE).read_text() == f"{os.getpid()}\n"
+    lock.release()
+    assert not (state / w.LOCK_FILE).exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows locks with its own call; the PID lock file is for neither")
+def test_without_fcntl_a_live_holder_keeps_its_lock(tmp_path, monkeypatch):
+    monkeypatch.setenv(RULES, "no-fcntl")
+    state = tmp_path / ".vaultmem"
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (state / "state").mkdir(parents=True)
+        (state / w.LOCK_FILE).write_text(f"{holder.pid}\n")
+        (state / w.PID_FILE).write_text(f"{holder.pid}\n")
+        with pytest.raises(VaultmemError, match=rf"^a watcher already runs for this vault \(PID {holder.pid}\)"):
+            w.InstanceLock(state).acquire(wait=0.1)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# -- no glibc ------------------------------------------------------------------------------------
+
+
+def test_without_glibc_the_heap_tweaks_do_nothing(monkeypatch):
+    assert (w._malloc_trim() is not None) is LINUX
+    monkeypatch.setenv(RULES, "no-glibc")
+    assert w._glibc() is None and w._malloc_trim() is None
+    w._tune_malloc()  # a no-op, not an AttributeError
+
+
+# -- no fork: spawned children -------------------------------------------------------------------
+
+
+def test_without_fork_a_spawned_child_merges_the_segments(tmp_path, monkeypatch):
+    from test_segments import assert_every_note_current, committed_without_merging, sizes
+
+    monkeypatch.setenv(RULES, "no-fork")
+    store, versions = committed_without_merging(tmp_path / "v", notes=20, edits=12)
+    try:
+        assert len(sizes(store)) == 13
+        pid = segments.start_merge(store.vault)
+        assert pid in segments._SPAWNED
+        assert segments.finished(pid, wait=True) == segments.MERGED
+        assert pid not in segments._SPAWNED
+        assert sizes(store) == [(20, 0)]
+        assert_every_note_current(store, versions)
+        again = segments.start_merge(store.vault)
+        assert segments.finished(again, wait=True) == segments.NOTHING_TO_DO
+    finally:
+        store.close()
+
+
+def test_without_fork_a_big_rebuild_parses_in_spawned_workers(sample_vault, clock, monkeypatch):
+    import vaultmem.storage.index as index_module
+
+    store = MemoryStore(sample_vault, clock=clock)
+    serial = store.rebuild_index()
+    assert store.index.parse_context is None
+    monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
+    monkeypatch.setenv(RULES, "no-fork")
+    spawned = store.rebuild_index()
+    assert store.index.parse_context == "spawn"
+    assert spawned == serial
+    assert store.search("café zürich")["results"][0]["id"].startswith("9c1e44f0")
+    monkeypatch.setenv(RULES, "")
+    store.rebuild_index()
+    assert store.index.parse_context == ("fork" if LINUX else "spawn")
+    store.close()
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("CON", "is a device name Windows reserves (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any extension)"),
+    ("aux.md", "is a device name Windows reserves (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any extension)"),
+    ("LPT1.x", "is a device name Windows reserves (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any extension)"),
+    ("com9 .txt", "is a device name Windows reserves (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any extension)"),
+    ("a:b?.md", "contains ':', '?', which Windows or Obsidian forbid in file names"),
+    ("x#1 [draft].md", "contains '#', '[', ']', which Windows or Obsidian forbid in file names"),
+    ("tab\there", "contains U+0009, which Windows or Obsidian forbid in file names"),
+    ("notes.", "ends in a dot or a space, which Windows drops from file names"),
+    ("notes ", "ends in a dot or a space, which Windows drops from file names"),
+    ("x" * 121, "is 121 characters; the limit is 120 (Windows' 260-character paths)"),
+    ("", "is empty"),
+])
+def test_name_problems_are_named(name, problem):
+    assert portable.name_problem(name) == problem
+
+
+@pytest.mark.parametrize("name", ["CONSOLE.md", "com10.md", "LPT0", "con-notes.md", "café ^ok".replace("^", "-"),
+                                  "x" * 120, "block-CON.md"])
+def test_names_every_platform_accepts(name):
+    assert portable.name_problem(name) is None
+
+
+def test_path_budget():
+    assert portable.path_problem("memory/stm/" + "x" * 100 + ".md") is None
+    long = "/".join(["folder"] * 30) + "/x.md"
+    assert portable.path_problem(long) == (f"is {len(long)} characters from the vault's folder; the limit is 200, "
+                                           "so the full path stays within Windows' 260")
+    assert portable.path_problem("memory/a|b/x.md") == (
+        "has a part 'a|b' that contains '|', which Windows or Obsidian forbid in file names")
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("CON", "block name 'CON' is a device name Windows reserves (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any "
+            "extension); use another name, such as 'CON-block'"),
+    ("lpt1.x", "block name 'lpt1.x' is a device name Windows reserves (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any "
+               "extension); use another name, such as 'lpt1-block.x'"),
+    ("draft.", "block name 'draft.' ends in a dot or a space, which Windows drops from file names; use another "
+               "name, such as 'draft-block'"),
+])
+def test_bad_block_names_get_one_line_with_the_fix(runner, vault_path, name, message):
+    result = invoke(runner, "block", "set", name, "text")
+    assert result.exit_code != 0
+    assert result.output.endswith(f"Error: {message}\n")
+    assert not list((vault_path / "memory/blocks").glob("*.md"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(content=st.text(min_size=1, max_size=400), folder=st.sampled_from(["memory/stm", "memory/ltm/work"]))
+def test_generated_memory_names_pass_every_platforms_rules(content, folder):
+    ident = str(uuid.uuid4())
+    rel = f"{folder}/{notes.slugify(content)}-{ident[:8]}.md"
+    assert portable.path_problem(rel) is None, rel
+    numbered = f"{folder}/{notes.slugify(content)}-{ident[:8]}-{ident[:8]}-999.md"  # a free name on a clash
+    assert portable.path_problem(numbered) is None, numbered
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_sanitized_names_pass_every_platforms_rules(name):
+    safe = safe_file_name(name)
+    assert portable.name_problem(safe) is None, safe
+    assert portable.name_problem(f"{safe} 1.md") is None  # what the trash numbers it
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", fullmatch=True))
+def test_accepted_block_names_make_valid_files(name):
+    from vaultmem.features.mnemosyne.blocks import FILE_PREFIX, check_name
+
+    try:
+        accepted = check_name(name)
+    except InvalidInput:
+        assert portable.name_problem(name) is not None or name.endswith(".md")
+        return
+    assert portable.name_problem(accepted) is None
+    assert portable.path_problem(f"memory/blocks/{FILE_PREFIX}{accepted}.md") is None
+
+
+# -- case: never two files differing only in case ------------------------------------------------
+
+CASE_RULES = ["", "case-insensitive"]  # the result is the same on both kinds of file system
+
+
+@pytest.mark.parametrize("rules", CASE_RULES)
+def test_save_takes_a_free_name_beside_a_case_variant(store, vault_path, monkeypatch, rules):
+    monkeypatch.setenv(RULES, rules)
+    fixed = uuid.UUID("7f3c2a1e-5b9d-4c1e-9a0b-2d4e6f8a1c3e")
+    monkeypatch.setattr("vaultmem.core.memories.uuid.uuid4", lambda: fixed)
+    (vault_path / "memory/stm/Hello-World-7f3c2a1e.md").write_text("the person's note\n")
+    result = store.save("hello world", dedupe=False)
+    assert result["path"] == "memory/stm/hello-world-7f3c2a1e-1.md"
+    assert (vault_path / "memory/stm/Hello-World-7f3c2a1e.md").read_text() == "the person's note\n"
+
+
+@pytest.mark.parametrize("rules", CASE_RULES)
+def test_moves_take_a_free_name_and_an_existing_folders_spelling(store, vault_path, monkeypatch, rules):
+    monkeypatch.setenv(RULES, rules)
+    a, b = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+    (vault_path / "memory/stm/Work").mkdir()
+    (vault_path / "memory/stm/Work/Plan.md").write_text(memory_text(a, "the plan"))
+    (vault_path / "memory/stm/Work/ideas.md").write_text(memory_text(b, "the ideas"))
+    (vault_path / "memory/ltm/work").mkdir(parents=True)
+    (vault_path / "memory/ltm/work/plan.md").write_text("the person's own plan\n")
+    moved = store.promote(a, force=True)
+    assert moved["promoted_count"] == 1
+    assert sorted(p.name for p in (vault_path / "memory/ltm").iterdir()) == ["work"]
+    assert sorted(p.name for p in (vault_path / "memory/ltm/work").iterdir()) == ["Plan-11111111.md", "plan.md"]
+    store.promote(b, force=True)
+    assert sorted(p.name for p in (vault_path / "memory/ltm/work").iterdir()) == [
+        "Plan-11111111.md", "ideas.md", "plan.md"]
+
+
+@pytest.mark.parametrize("rules", CASE_RULES)
+def test_gc_archive_and_trash_avoid_case_variants(store, vault_path, monkeypatch, rules):
+    monkeypatch.setenv(RULES, rules)
+    old = "33333333-3333-4333-8333-333333333333"
+    (vault_path / "memory/stm/Old.md").write_text(memory_text(old, "an old fact", "2025-01-01T00:00:00Z",
+                                                              "2025-01-01T00:00:00Z"))
+    (vault_path / "memory/archive").mkdir(parents=True, exist_ok=True)
+    (vault_path / "memory/archive/old.md").write_text("the person's note\n")
+    result = store.gc(apply=True)
+    assert (result["archived_count"], result["removed_count"]) == (1, 0)
+    assert sorted(p.name for p in (vault_path / "memory/archive").iterdir()) == ["Old-33333333.md", "old.md"]
+    (vault_path / ".trash").mkdir()
+    (vault_path / ".trash/old-33333333.md").write_text("trashed before\n")
+    trashed = store.vault.trash("memory/archive/Old-33333333.md")
+    assert trashed == ".trash/Old-33333333 1.md"
+
+
+def test_a_block_differing_only_in_case_is_refused(store, vault_path):
+    store.block_set("persona", "terse")
+    with pytest.raises(InvalidInput) as info:
+        store.block_set("Persona", "chatty")
+    assert str(info.value) == ("block name 'Persona' differs only in case from the block 'persona', which macOS and "
+                               "Windows keep in the same file; use 'persona'")
+    assert sorted(p.name for p in (vault_path / "memory/blocks").iterdir()) == ["block-persona.md"]
+
+
+def test_files_vaultmem_writes_never_differ_only_in_case(store, vault_path):
+    (vault_path / "memory/Graph.canvas").write_text("{}\n")
+    with pytest.raises(VaultmemError) as info:
+        store.export_canvas("memory/graph.canvas")
+    assert str(info.value) == ("cannot create memory/graph.canvas: memory/Graph.canvas exists and differs only in case, "
+                               "which macOS and Windows treat as the same file; use that name or another")
+    assert (vault_path / "memory/Graph.canvas").read_text() == "{}\n"
+    with pytest.raises(InvalidInput) as bad:
+        store.export_canvas("memory/aux.canvas")
+    assert str(bad.value) == ("cannot create memory/aux.canvas: the path has a part 'aux.canvas' that is a device "
+                              "name Windows reserves (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any extension); "
+                              "choose a shorter or plainer name")
+
+
+# -- the daily commands with Windows' rules -----------------------------------------------------
+
+
+def test_watch_save_search_gc_run_with_windows_rules(runner, vault_path, monkeypatch):
+    from test_watcher import Running, hits, wait_for
+
+    monkeypatch.setenv(RULES, "windows")
+    saved = invoke(runner, "save", "The deploy window is Tuesday 14:00 UTC", "--json")
+    assert saved.exit_code == 0
+    path = json.loads(saved.stdout)["path"]
+    assert portable.path_problem(path) is None
+    found = invoke(runner, "search", "deploy window", "--json")
+    assert found.exit_code == 0
+    assert [r["path"] for r in json.loads(found.stdout)["results"]] == [path]
+    gc = invoke(runner, "gc", "--json")
+    assert gc.exit_code == 0 and json.loads(gc.stdout)["success"] is True
+    once = invoke(runner, "watch", "--once", "--json")
+    assert once.exit_code == 0 and json.loads(once.stdout)["success"] is True
+
+    r = Running(vault_path)  # the daemon: PID lock file, spawned merge children, no glibc
+    try:
+        assert (vault_path / ".vaultmem" / w.LOCK_FILE).read_text() == f"{os.getpid()}\n"
+        assert r.store.index.merge_on_commit is False
+        status = invoke(runner, "watch", "--status", "--json")
+        assert json.loads(status.stdout)["running"] is True
+        (vault_path / "memory/stm/kestrel.md").write_text(memory_text(str(uuid.uuid4()), "kestrels hover"))
+        reader = MemoryStore(vault_path)
+        wait_for(lambda: hits(reader, "kestrels") == ["memory/stm/kestrel.md"], what="the watcher's batch")
+        reader.close()
+        second = invoke(runner, "watch")
+        assert second.exit_code == 1
+        assert f"a watcher already runs for this vault (PID {os.getpid()})" in second.output
+    finally:
+        r.stop()
+    assert not (vault_path / ".vaultmem" / w.LOCK_FILE).exists()
+
+
+def test_the_ci_workflow_runs_the_readme_test_command_everywhere():
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    flow = yaml.safe_load((root / ".github/workflows/test.yml").read_text(encoding="utf-8"))
+    job = flow["jobs"]["test"]
+    assert job["strategy"]["matrix"] == {"os": ["ubuntu-latest", "macos-latest", "windows-latest"],
+                                         "python": ["3.10", "3.11", "3.12", "3.13"]}
+    assert job["defaults"]["run"]["shell"] == "bash"
+    assert job["steps"][-1]["run"] == "make test PYTHON=python"
+    assert "make test" in (root / "README.md").read_text(encoding="utf-8")
+    assert (root / ".ci/run").read_text(encoding="utf-8").rstrip().endswith("make test")
+
+
+def test_a_folder_is_listed_again_once_it_changed_and_not_for_vaultmems_own_saves(store, vault_path, monkeypatch):
+    calls: list[str] = []
+    real = os.listdir
+    monkeypatch.setattr(portable.os, "listdir", lambda folder: calls.append(str(folder)) or real(folder))
+    stm = vault_path / "memory/stm"
+    for i in range(5):
+        store.save(f"fact number {i} about otters", dedupe=False)
+    assert calls.count(str(stm)) == 1  # each save added its own name to the listing
+    before = os.stat(stm).st_mtime_ns
+    (stm / "Person-Made.md").write_text("written by the person\n")
+    # a later tick of the folder's clock (file systems stamp folders coarsely)
+    os.utime(stm, ns=(before + 10_000_000, before + 10_000_000))
+    assert portable.case_variant(stm / "person-made.md") == stm / "Person-Made.md"
+    assert calls.count(str(stm)) == 2

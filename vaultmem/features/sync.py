@@ -284,26 +284,9 @@ def merge_copies(store: Memories, apply: bool = False) -> dict[str, Any]:
         original = original_of(rel)
         if original is None or original not in paths or not store.vault.owns(original):
             continue
-        target = store.vault.abs(original)
-        try:
-            ours, stamp = store.vault.read_stamped(target)
-            theirs = store.vault.read_text(store.vault.abs(rel))
-        except FileNotFoundError:
-            continue
-        merged, clean = merge_note(None, ours, theirs, store.settings.access_history_size)
-        item: dict[str, Any] = {"copy": rel, "original": original, "clean": clean,
-                                "changed": merged != ours, "status": "would merge"}
-        if apply:
-            with store.vault.lock():
-                # compare-and-swap: an edit that lands meanwhile is never overwritten
-                if merged != ours and not store.vault.replace_if_unchanged(target, ours, stamp, merged):
-                    item["status"] = "skipped: the original changed meanwhile (merged on the next run)"
-                    found.append(item)
-                    continue
-                item["trashed_to"] = store.vault.trash(rel)
-            store.index.refresh([original], removed=[rel])
-            item["status"] = "merged"
-        found.append(item)
+        item = _merge_away(store, original, rel, None, {"copy": rel, "original": original}, apply, "trash")
+        if item is not None:
+            found.append(item)
     # one memory in two places (moved on two devices, each move synced): in a git repository
     # `vaultmem sync` settles it with the common ancestor; here there is none
     duplicates = [] if in_git(store.vault.root) else resolve_duplicates(store, apply=apply, remove="trash")
@@ -343,32 +326,43 @@ def resolve_duplicates(store: Memories, apply: bool = False, ancestor: Any = Non
     for mid, paths in duplicate_groups(store).items():
         survivor = paths[0]
         for other in paths[1:]:
-            target = store.vault.abs(survivor)
-            try:
-                ours, stamp = store.vault.read_stamped(target)
-                theirs = store.vault.read_text(store.vault.abs(other))
-            except (FileNotFoundError, UnicodeDecodeError):
-                continue
             base = ancestor(mid) if ancestor is not None else None
-            merged, clean = merge_note(base, ours, theirs, store.settings.access_history_size)
-            item: dict[str, Any] = {"id": mid, "kept": survivor, "merged": other, "clean": clean,
-                                    "ancestor": base is not None, "status": "would merge"}
-            if apply:
-                with store.vault.lock():
-                    if merged != ours and not store.vault.replace_if_unchanged(target, ours, stamp, merged):
-                        item["status"] = "skipped: the note changed meanwhile (merged on the next run)"
-                        found.append(item)
-                        continue
-                    sources = store.link_sources(other)
-                    if remove == "delete":
-                        store.vault.abs(other).unlink()
-                    else:
-                        item["trashed_to"] = store.vault.trash(other)
-                    store.index.refresh([survivor], removed=[other])
-                    item["links_rewritten"] = store.relink(other, survivor, sources)
-                item["status"] = "merged"
-            found.append(item)
+            item = _merge_away(store, survivor, other, base, {"id": mid, "kept": survivor, "merged": other,
+                                                              "ancestor": base is not None}, apply, remove)
+            if item is not None:
+                found.append(item)
     return found
+
+
+def _merge_away(store: Memories, keep: str, other: str, base: str | None, item: dict[str, Any], apply: bool,
+                remove: str) -> dict[str, Any] | None:
+    """Merge note `other` into `keep` (against `base`, or none); with apply write it by
+    compare-and-swap (an edit that lands meanwhile is never overwritten), then remove `other`
+    (`.trash/`, or deleted where git keeps its history) and point links to it at `keep`.
+    None when either note is gone."""
+    target = store.vault.abs(keep)
+    try:
+        ours, stamp = store.vault.read_stamped(target)
+        theirs = store.vault.read_text(store.vault.abs(other))
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    merged, clean = merge_note(base, ours, theirs, store.settings.access_history_size)
+    item.update(clean=clean, changed=merged != ours, status="would merge")
+    if not apply:
+        return item
+    with store.vault.lock():
+        if merged != ours and not store.vault.replace_if_unchanged(target, ours, stamp, merged):
+            item["status"] = f"skipped: {keep} changed meanwhile (merged on the next run)"
+            return item
+        sources = store.link_sources(other)
+        if remove == "delete":
+            store.vault.abs(other).unlink()
+        else:
+            item["trashed_to"] = store.vault.trash(other)
+        store.index.refresh([keep], removed=[other])
+        item["links_rewritten"] = store.relink(other, keep, sources)
+    item["status"] = "merged"
+    return item
 
 
 def in_git(root: Path) -> bool:

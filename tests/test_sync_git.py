@@ -241,3 +241,27 @@ def test_a_plain_git_pull_stopped_by_a_memory_moved_on_both_devices_is_finished_
     assert git(desktop, "status", "--porcelain").split("\n")[0] != "UU"
     vm(runner, laptop, "sync")
     assert memory_files(laptop) == memory_files(desktop)
+
+
+def test_a_vault_in_a_subfolder_of_the_repository_syncs_and_shares_the_attributes(runner, tmp_path):
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    repo = tmp_path / "laptop"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "remote", "add", "origin", str(bare))
+    vault = repo / "docs" / "vault"
+    assert invoke(runner, "init", str(vault)).exit_code == 0
+    saved = json.loads(vm(runner, vault, "save", "Deploys go out on Tuesdays", "--json").output)
+    vm(runner, vault, "sync")
+    assert ".gitattributes" in git(repo, "ls-files").split()
+    assert (repo / ".gitattributes").read_text() == "docs/vault/memory/**/*.md merge=vaultmem\n"
+    git(tmp_path, "clone", "-q", str(bare), "desktop")
+    other = tmp_path / "desktop" / "docs" / "vault"
+    vm(runner, other, "sync", "setup")
+    vm(runner, vault, "touch", saved["memory_id"][:8], now="2026-11-23T09:00:00Z")
+    vm(runner, vault, "sync")
+    vm(runner, other, "touch", saved["memory_id"][:8], now="2026-11-23T10:00:00Z")
+    git(other, "commit", "-q", "-am", "touched on the desktop")
+    git(other, "pull", "-q", "--no-rebase", "--no-edit")  # plain git, the driver from the shared attributes
+    assert "use_count: 2\n" in (other / saved["path"]).read_text()

@@ -402,11 +402,13 @@ def _identity(root: Path) -> dict[str, str]:
             "GIT_COMMITTER_NAME": "vaultmem", "GIT_COMMITTER_EMAIL": f"vaultmem@{host}"}
 
 
-def _shared_paths(store: Memories, everything: bool) -> list[str]:
-    """What `vaultmem sync` commits: vaultmem's own folders and settings, or the whole vault."""
+def _shared_paths(store: Memories, everything: bool, top: Path) -> list[str]:
+    """What `vaultmem sync` commits: vaultmem's own folders and settings (and the repository's
+    `.gitattributes`, wherever the vault sits in it), or the whole vault."""
+    attributes = Path(os.path.relpath(top / ".gitattributes", store.vault.root)).as_posix()
     if everything:
-        return ["."]
-    rels = [folder.strip("/") for folder in store.vault.layout()] + [".vaultmem", ".gitattributes"]
+        return [".", attributes] if attributes != ".gitattributes" else ["."]
+    rels = [folder.strip("/") for folder in store.vault.layout()] + [".vaultmem", attributes]
     tops = sorted({rel.split("/")[0] if rel.startswith("memory/") else rel for rel in rels})
     return [rel for rel in tops if (store.vault.root / rel).exists()]
 
@@ -457,7 +459,7 @@ def git_sync(store: Memories, executable: str, *, push: bool = True, everything:
         _settle_merge(store, root, env, result)  # a sync stopped by a conflict of the person's: go on
         if result["unresolved"]:
             return _stopped(result)
-    _commit(store, root, env, result, everything, message)
+    _commit(store, root, env, result, _shared_paths(store, everything, top), message)
     upstream = _run_git(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}")
     if upstream.returncode != 0:
         if not _run_git(root, "remote").stdout.strip():
@@ -511,8 +513,7 @@ def git_sync(store: Memories, executable: str, *, push: bool = True, everything:
 
 
 def _commit(store: Memories, root: Path, env: Mapping[str, str], result: dict[str, Any],
-            everything: bool, message: str | None) -> None:
-    paths = _shared_paths(store, everything)
+            paths: list[str], message: str | None) -> None:
     added = _run_git(root, "add", "-A", "--", *paths)
     if added.returncode != 0:
         raise VaultmemError(f"git add failed: {_last_line(added)}")

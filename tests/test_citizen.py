@@ -211,10 +211,12 @@ def test_a_finder_copy_of_a_memory_is_a_conflict_copy_not_a_second_memory(runner
     (vault_path / "memory/stm/staging-db-0a1b2c41 2.md").write_text(text)
     found = json.loads(invoke(runner, "search", "staging database", "--json").output)["results"]
     assert [r["path"] for r in found] == ["memory/stm/staging-db-0a1b2c41.md"]
-    assert invoke(runner, "touch", mid[:8]).exit_code == 0  # not ambiguous
     doctor = invoke(runner, "doctor").output
     assert ("conflict_copy: memory/stm/staging-db-0a1b2c41 2.md looks like a sync-conflict copy of "
             "staging-db-0a1b2c41.md") in doctor
+    assert invoke(runner, "touch", mid[:8]).exit_code == 0  # not ambiguous; the write merges the copy first
+    assert (vault_path / ".trash/staging-db-0a1b2c41 2.md").read_text() == text
+    assert "conflict_copy" not in invoke(runner, "doctor").output
 
 
 def test_relate_never_writes_into_a_memory_the_person_moved_out(runner, vault_path):

@@ -325,7 +325,7 @@ CONFLICT_NAMES = [
 ]
 
 
-def test_sync_conflict_copies_are_reported_by_doctor_and_left_alone(hostile):
+def test_sync_conflict_copies_are_reported_by_doctor_and_merged_by_the_next_write(hostile):
     vault, _ = hostile
     original = vault / "memory" / "stm" / "inside-00000001.md"
     copies = {}
@@ -343,11 +343,17 @@ def test_sync_conflict_copies_are_reported_by_doctor_and_left_alone(hostile):
     assert [p for p in data["problems"] if p["check"] == "duplicate_id"] == []
     found = json.loads(runner.invoke(cli, ["search", "inside the vault", "--json"], catch_exceptions=False).output)
     assert [r["path"] for r in found["results"]] == ["memory/stm/inside-00000001.md"]
+    for name, data_ in copies.items():  # reads leave them alone
+        assert (vault / "memory" / "stm" / name).read_bytes() == data_
+    # the first write merges them into the original (docs/sync.md), then moves them to .trash/ intact
     assert runner.invoke(cli, ["touch", mid(1)], catch_exceptions=False).exit_code == 0  # not ambiguous
     for command in (["gc", "--apply"], ["promote", "--auto"], ["maintain"]):
         assert runner.invoke(cli, command, catch_exceptions=False).exit_code == 0
     for name, data_ in copies.items():
-        assert (vault / "memory" / "stm" / name).read_bytes() == data_
+        assert not (vault / "memory" / "stm" / name).exists()
+        assert (vault / ".trash" / name).read_bytes() == data_
+    body = original.read_text(encoding="utf-8")
+    assert "inside the vault, edited elsewhere" in body and body.count("<<<<<<< ours") == 1
 
 
 # -- values that try to become structure ------------------------------------------------------------

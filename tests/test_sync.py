@@ -143,6 +143,20 @@ def test_a_file_sync_conflict_copy_is_merged_and_then_trashed(runner, vault_path
     assert invoke(runner, "sync", "copies").output == "No conflict copies of memory notes.\n"
 
 
+def test_the_next_write_merges_a_waiting_copy_and_a_read_never_does(runner, vault_path):
+    saved = json.loads(invoke(runner, "save", "Deploys go out on Tuesdays", "--json").output)
+    original = vault_path / saved["path"]
+    copy = original.with_name(f"{original.stem}.sync-conflict-20261125-101500-ABCDEF7.md")
+    copy.write_text(edit(original.read_text(), use_count="4", last_used="2026-11-21T08:00:00Z"))
+    before = {p: p.read_bytes() for p in vault_path.rglob("*.md")}
+    for read in (["search", "Deploys"], ["open", saved["memory_id"][:8]], ["stats"], ["doctor"]):
+        invoke(runner, *read)
+    assert {p: p.read_bytes() for p in vault_path.rglob("*.md")} == before  # reads never merge
+    touched = json.loads(invoke(runner, "touch", saved["memory_id"][:8], "--json").output)
+    assert touched["use_count"] == 5  # the copy's 4 (the larger), then this use
+    assert not copy.exists() and (vault_path / ".trash" / copy.name).exists()
+
+
 def test_two_bodies_without_an_ancestor_are_both_kept(runner, vault_path):
     saved = json.loads(invoke(runner, "save", "Deploys go out on Tuesdays", "--json").output)
     original = vault_path / saved["path"]

@@ -99,6 +99,13 @@ class Memories:
         # A cold command asks a running watcher to confirm the index is current (storage/fence.py)
         # instead of stat'ing every note; without one it scans.
         self.trust_watcher = False
+        # Called before each write (save, modify, move): the front door merges the conflict
+        # copies a file-sync tool left (features/sync.py), so reads never write.
+        self.before_write: Callable[[], None] | None = None
+
+    def _before_write(self) -> None:
+        if self.before_write is not None:
+            self.before_write()
 
     @property
     def vectors(self) -> Any:
@@ -210,6 +217,7 @@ class Memories:
                 raise InvalidInput(f"meta value for {key!r} must be flat (text, number, list), not a map")
         secrets.check("\n".join([content, source or "", context or "", agent or "", *tags, *(entities or []),
                                   *(f"{k}={v}" for k, v in meta.items())]))
+        self._before_write()  # after every check: a refused save changes nothing
         if dedupe and self.settings.dedupe_on_save:
             duplicate = self.find_duplicate(content)
             if duplicate is not None:
@@ -783,6 +791,7 @@ class Memories:
         (a side effect such as recall's reinforcement) instead of raising NotOwned."""
         if skip_foreign:
             recs = [rec for rec in recs if self.vault.owns(rec.path)]
+        self._before_write()
         with self.vault.lock():
             paths = [self._rewrite(rec, change) for rec in recs]
             if paths:
@@ -867,6 +876,7 @@ class Memories:
         Returns {"path", "from", "renamed_to" (None or the new file name), "links_rewritten":
         [{"path", "line", "old", "new"}]}.
         """
+        self._before_write()
         with self.vault.lock():
             if not self.vault.owns(rel):
                 raise NotOwned(f"{rel} is outside vaultmem's folders, so it is yours: vaultmem never moves it")

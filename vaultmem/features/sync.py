@@ -112,7 +112,7 @@ def merge_properties(base: Mapping[str, Any], ours: Mapping[str, Any], theirs: M
         elif key == "access_times":
             merged[key] = sorted(set(_union(a or [], b or [])), key=str)[-history:]
         elif key in UNIONS:
-            merged[key] = _union(a or [], b or [])
+            merged[key] = _union(a or [], b or []) if ancestor else _union_unrelated(a or [], b or [])
         elif a == b or notes.same_value(a, b):
             merged[key] = a if key in ours else b
         elif key not in theirs:  # theirs removed it
@@ -128,9 +128,41 @@ def merge_properties(base: Mapping[str, Any], ours: Mapping[str, Any], theirs: M
         elif b == o:
             merged[key] = a
         else:
-            merged[key] = a
+            # without an ancestor the same pair gives the same note on every device
+            merged[key] = a if ancestor else min(a, b, key=repr)
             clashes.append(key)
     return merged, clashes
+
+
+def _union_unrelated(a: Any, b: Any) -> list[Any]:
+    """Two lists without an ancestor: one holding all of the other wins (merging again changes
+    nothing); else the union, the two taken in a fixed order (every device gets the same)."""
+    la = notes.as_list(a) if not isinstance(a, list) else a
+    lb = notes.as_list(b) if not isinstance(b, list) else b
+    a_has_b, b_has_a = all(x in la for x in lb), all(x in lb for x in la)
+    if a_has_b and b_has_a:
+        return min(la, lb, key=repr)
+    if a_has_b or b_has_a:
+        return la if a_has_b else lb
+    return _union(*sorted((la, lb), key=repr))
+
+
+def _holds(big: str, small: str) -> bool:
+    """Every line of `small` is in `big`, in order: `small`'s text is already part of `big`."""
+    rest = iter(big.splitlines())
+    return all(any(line == other for other in rest) for line in small.splitlines())
+
+
+def merge_unrelated_bodies(a: str, b: str) -> tuple[str, bool]:
+    """Two bodies without an ancestor (a sync tool's conflict copy): one that already holds the
+    other's lines is the merge (so merging a merge again changes nothing); else both texts
+    between git's markers, in a fixed order, so every device makes the same note of the pair."""
+    if _holds(a, b):
+        return a, True
+    if _holds(b, a):
+        return b, True
+    first, second = sorted((a, b))
+    return merge_file_text("", first, second)
 
 
 def merge_file_text(base: str, ours: str, theirs: str, labels: tuple[str, str, str] = ("ours", "base", "theirs"),
@@ -168,7 +200,7 @@ def merge_note(base: str | None, ours: str, theirs: str, history: int = 10) -> t
     changes = {k: v for k, v in merged.items() if k not in p_ours or not notes.same_value(p_ours[k], v)}
     removed = [k for k in p_ours if k not in merged]
     if base is None and body_ours != body_theirs:
-        body, clean = merge_file_text("", body_ours, body_theirs)
+        body, clean = merge_unrelated_bodies(body_ours, body_theirs)
     elif body_ours == body_theirs or body_theirs == body_base:
         body, clean = body_ours, True
     elif body_ours == body_base:
@@ -179,9 +211,14 @@ def merge_note(base: str | None, ours: str, theirs: str, history: int = 10) -> t
     text = notes.split_note(head).head if split_ours is not None and split_ours.frontmatter is not None else ""
     newline = split_ours.newline if split_ours is not None else "\n"
     if clashes:
-        lines = [f"<<<<<<< ours: {k}: {p_ours.get(k)!r}" for k in clashes] + ["======="] + \
-                [f"{k}: {p_theirs.get(k)!r}" for k in clashes] + [">>>>>>> theirs (properties)"]
-        body = newline.join(lines) + newline + body
+        first, second = (p_ours, p_theirs)
+        if base is None and [repr(p_theirs.get(k)) for k in clashes] < [repr(p_ours.get(k)) for k in clashes]:
+            first, second = second, first  # a fixed order: the same block on every device
+        lines = [f"<<<<<<< ours: {k}: {first.get(k)!r}" for k in clashes] + ["======="] + \
+                [f"{k}: {second.get(k)!r}" for k in clashes] + [">>>>>>> theirs (properties)"]
+        block = newline.join(lines) + newline
+        if block not in body:  # kept once: merging the merge again adds nothing
+            body = block + body
         clean = False
     if split_ours is not None and split_ours.bom and not text.startswith("\ufeff"):
         text = "\ufeff" + text

@@ -678,6 +678,12 @@ class Index:
                         sorted(map(tuple, json.loads(after)), key=lambda x: (x[1], x[0]))))
         return out
 
+    def has_conflict_copies(self) -> bool:
+        """Whether a sync tool's conflict copy of a memory note is in the vault (as last indexed)."""
+        if self._db is None and not (self.dir / "catalog.sqlite").exists():
+            return False  # nothing indexed yet (a fresh clone): the next write after indexing merges
+        return self.db.execute("SELECT 1 FROM main.notes WHERE kind = 'conflict' LIMIT 1").fetchone() is not None
+
     def count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
         return self.db.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
 

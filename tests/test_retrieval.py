@@ -147,8 +147,9 @@ def test_search_reports_its_mode_and_defaults_to_lexical_without_vectors(store):
 
 
 def test_semantic_search_without_the_extra_says_what_to_install(store, monkeypatch, runner, vault_path):
-    monkeypatch.setattr(embeddings, "installed", lambda: False)
-    message = 'semantic search needs the embeddings extra; install it with pip install "vaultmem[embeddings]"'
+    monkeypatch.setattr(embeddings, "engine_installed", lambda: False)
+    message = ('semantic search needs the embeddings extra; install it with pip install "vaultmem[embeddings]", '
+               "then run: vaultmem models install")
     for mode in ("semantic", "hybrid"):
         with pytest.raises(MissingExtra) as info:
             store.search("anything", mode=mode)
@@ -159,8 +160,35 @@ def test_semantic_search_without_the_extra_says_what_to_install(store, monkeypat
     assert invoke(runner, "search", "anything").output == "No memories found.\n"
 
 
+def test_semantic_search_on_a_machine_without_an_onnxruntime_wheel_says_so(store, monkeypatch):
+    monkeypatch.setattr(embeddings, "engine_installed", lambda: False)
+    monkeypatch.setattr(embeddings, "engine_supported", lambda: False)
+    monkeypatch.setattr(embeddings.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(embeddings.sys, "platform", "freebsd14")
+    monkeypatch.setattr(embeddings.platform, "machine", lambda: "riscv64")
+    with pytest.raises(MissingExtra, match="^semantic search needs onnxruntime, which has no wheel for freebsd14 "
+                                           "riscv64; lexical search works without it$"):
+        store.search("anything", mode="semantic")
+    store.save("lexical search works")
+    assert store.search("lexical")["count"] == 1
+
+
+def test_semantic_search_without_the_model_names_the_install_command(store, monkeypatch, runner, tmp_path):
+    monkeypatch.setattr(embeddings, "engine_installed", lambda: True)
+    monkeypatch.setenv("VAULTMEM_MODELS_DIR", str(tmp_path / "models"))
+    message = (f"the embedding model bge-small-en-v1.5-int8 is not installed in {tmp_path / 'models'}"
+               "/bge-small-en-v1.5-int8; install it once with: vaultmem models install")
+    with pytest.raises(MissingExtra) as info:
+        store.search("anything", mode="hybrid")
+    assert str(info.value) == message
+    out = runner.invoke(cli, ["search", "anything", "--semantic"])
+    assert (out.exit_code, out.output) == (1, f"Error: {message}\n")
+    assert not (tmp_path / "models").exists()  # nothing is fetched at search time
+
+
 def test_embeddings_off_refuses_semantic_search_even_when_installed(store, monkeypatch):
     monkeypatch.setattr(embeddings, "installed", lambda: True)
+    monkeypatch.setattr(embeddings, "require", lambda: None)
     assert store.settings.embeddings == "off"
     with pytest.raises(InvalidInput, match=r"^semantic search is switched off \(embeddings: off\); "):
         store.search("anything", mode="semantic")
@@ -175,8 +203,8 @@ def test_embedding_settings_are_validated(tmp_path):
 
 
 def test_backfill_rejects_an_unknown_model_and_a_bad_limit(store):
-    with pytest.raises(InvalidInput, match="^model 'all-mpnet-base-v2' is not available offline; "
-                                           "vaultmem bundles all-MiniLM-L6-v2$"):
+    with pytest.raises(InvalidInput, match="^model 'all-mpnet-base-v2' is not available; "
+                                           "vaultmem embeds with bge-small-en-v1.5-int8$"):
         store.backfill_embeddings(model="all-mpnet-base-v2")
     with pytest.raises(InvalidInput, match="^limit must be between 1 and 10,000, got 0$"):
         store.backfill_embeddings(limit=0)

@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         done = store.backfill_embeddings()["processed"]
         backfill = time.perf_counter() - t0
-        store.long_lived = True
+        store.long_lived = True  # as the MCP server runs it (mcp/server.py serve)
+        store.freshness_ttl = 1.0
         store.settings.embeddings = "on"
         queries = []
         for _ in range(args.queries):

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 from conftest import invoke
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vaultmem.base.config import load_settings
 from vaultmem.base.errors import ConfigError, InvalidInput, MissingExtra
 from vaultmem.cli import cli
+from vaultmem.core import scoring
 from vaultmem.core.scoring import fuse, semantic_relevance
 from vaultmem.storage import embeddings
 from vaultmem.storage.analysis import analyzer
@@ -282,3 +285,26 @@ def test_bench_turns_are_a_minute_apart_and_now_is_the_last_sessions_end(tmp_pat
     assert created == {f"D1:{n}": start + dt.timedelta(minutes=n - 1) for n in (1, 2, 3)}
     assert now == start + dt.timedelta(minutes=3)
     store.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=3), st.floats(-1, 1, allow_nan=False), max_size=400), st.integers(1, 60))
+def test_top_by_value_is_the_sorted_prefix(scores, depth):
+    """Cut at the depth-th value with numpy (> 4 x depth scores), then sorted: the same list."""
+    assert scoring.top_by_value(scores, depth) == sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1001, 1400), st.lists(st.floats(-1, 1, allow_nan=False), max_size=5))
+def test_semantic_scale_takes_the_same_median_with_numpy(seed, n, extremes):
+    import random
+    import statistics
+
+    rng = random.Random(seed)
+    values = [round(rng.uniform(-1, 1), rng.choice((2, 6))) for _ in range(n - len(extremes))] + extremes
+
+    semantic = {f"p{n}": v for n, v in enumerate(values)}
+    median, best = statistics.median(values), max(values)
+    scale = scoring.semantic_scale(semantic)
+    for v in values[:50]:
+        assert scale(v) == (1.0 if best - median <= 0 else max(0.0, (v - median) / (best - median)))

@@ -170,3 +170,34 @@ def test_models_status_reports_the_installed_model(runner, model_cache):
     assert data["engine"] == {"installed": True, "packages": ["onnxruntime", "tokenizers", "numpy"], "hint": None}
     assert [(m["name"], m["installed"], m["path"]) for m in data["models"]] == [
         ("bge-small-en-v1.5-int8", True, str(model_cache / "bge-small-en-v1.5-int8"))]
+
+
+def test_mcp_backfill_with_its_default_and_the_seeds_model_name(estore):
+    from test_mcp_server import call, ok
+
+    from vaultmem.mcp.server import build_server
+
+    server = build_server(estore)
+    try:
+        ok(call(server, "save_memory", {"content": "one cat"}))
+        first = ok(call(server, "backfill_embeddings", {"dry_run": True}))
+        assert (first["success"], first["model"], first["would_process"]) == (True, "bge-small-en-v1.5-int8", 0)
+        seed = ok(call(server, "backfill_embeddings", {"model": "all-MiniLM-L6-v2", "force": True}))
+        assert (seed["processed"], seed["model"]) == (1, "bge-small-en-v1.5-int8")
+    finally:
+        server.bridge.close()
+
+
+def test_hybrid_search_keeps_finding_notes_in_other_languages(estore):
+    """The model reads English; a note in another language is still found first by a question
+    in that language (its words carry the lexical half of the fused score)."""
+    from test_multilingual import FIXTURE
+
+    for data in FIXTURE.values():
+        for text in data["memories"]:
+            estore.save(text)
+    for data in FIXTURE.values():
+        for query, n in data["queries"]:
+            found = estore.search(query, mode="hybrid")
+            assert found["mode"] == "hybrid"
+            assert found["results"][0]["content"] == data["memories"][n], query

@@ -42,6 +42,9 @@ DB_NAME = "embeddings.sqlite"
 BATCH = 16
 MAX_TOKENS = 256  # a memory's first 256 word pieces (embed_text already cuts at 2,000 characters)
 MAX_BACKFILL = 10_000
+# CortexGraph's backfill_embeddings named its model; a client that still passes that name
+# gets vaultmem's model (the result's `model` says which).
+SEED_MODEL_NAME = "all-MiniLM-L6-v2"
 
 _model: Any = None
 
@@ -312,7 +315,7 @@ def backfill(load_records: Callable[[], list[Record]], vectors: VectorStore, *, 
     `load_records` brings the index up to date and returns every memory record; it is called
     once the arguments are checked and the extra is known to be installed.
     """
-    if model != MODEL_NAME:
+    if model not in (MODEL_NAME, SEED_MODEL_NAME):
         raise InvalidInput(f"model {model!r} is not available; vaultmem embeds with {MODEL_NAME}")
     if limit is not None and not 1 <= limit <= MAX_BACKFILL:
         raise InvalidInput(f"limit must be between 1 and {MAX_BACKFILL:,}, got {limit}")

@@ -157,7 +157,7 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
     Matches due for review are blended in and marked "review". A match saved
     just before or after a better one (same source, within an hour) rises toward it.
     --semantic ranks by meaning, --hybrid fuses both (score fusion, see docs/retrieval.md); both need
-    the embeddings extra (pip install "vaultmem[embeddings]").
+    the embeddings extra (pip install "vaultmem[embeddings]") and its model (vaultmem models install).
 
     \b
     Example:
@@ -214,7 +214,8 @@ def _search_unified(store: Any, q: UnifiedQuery, verbose: bool, quiet: bool, as_
 @handle_errors
 def backfill_embeddings(limit: int | None, force: bool, dry_run: bool, vault: str | None, as_json: bool,
                         quiet: bool) -> None:
-    """Compute embedding vectors for memories that lack a current one (needs vaultmem[embeddings]).
+    """Compute embedding vectors for memories that lack a current one (needs vaultmem[embeddings]
+    and the model: vaultmem models install).
 
     \b
     Example:

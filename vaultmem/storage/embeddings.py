@@ -100,6 +100,9 @@ class Encoder:
     vector (or the mean of the tokens, per the model), scaled to unit length."""
 
     def __init__(self, folder: Path, spec: models.ModelSpec = MODEL) -> None:
+        # tokenizers' thread pool would warn on every later fork (the watcher's and the
+        # server's subprocesses); a batch of 16 short texts gains nothing from it
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import onnxruntime as ort
         from tokenizers import Tokenizer
 

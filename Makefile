@@ -14,7 +14,7 @@ DEMO ?= demo-vault
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,embeddings]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -1,7 +1,8 @@
-"""Exploration: MiniLM directly (sentence-transformers, no vaultmem) and fusion variants, fast.
+"""Exploration: the embedding model directly (vaultmem's encoder) and fusion variants, fast.
 
 Caches per conversation: every turn's text variants and every question encoded with the
-bundled all-MiniLM-L6-v2, the raw BM25F scores vaultmem's index gives each question
+installed model (`vaultmem models install`; questions with and without the model's query
+prefix), the raw BM25F scores vaultmem's index gives each question
 (all matches), and each turn's decay score at "now". Fusion variants are then plain numpy.
 
     PYTHONPATH=. python bench/fusion_probe.py --data ../shared/data/locomo-dev.json
@@ -41,8 +42,13 @@ def model() -> Any:
 
 def encode(texts: list[str], prefix: str = "") -> np.ndarray:
     m = model()
-    return np.asarray(m.encode([prefix + t for t in texts], batch_size=64, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
+    return np.asarray(m.encode([prefix + t for t in texts]), dtype=np.float32)
+
+
+def query_prefix() -> str:
+    from vaultmem.storage import embeddings
+
+    return embeddings.MODEL.query_prefix
 
 
 TURN_VARIANTS = {
@@ -72,7 +78,8 @@ def build_cache(sample: dict[str, Any], cache: Path) -> dict[str, Any]:
     turns = turns_of(sample)
     qa = [q for q in sample["qa"] if normalise_evidence(q.get("evidence") or [])]
     vecs = {f"turn|{name}": encode([fn(t) for t in turns]) for name, fn in TURN_VARIANTS.items()}
-    vecs["question"] = encode([q["question"] for q in qa])
+    vecs["question"] = encode([q["question"] for q in qa], query_prefix())
+    vecs["question|bare"] = encode([q["question"] for q in qa])
     with tempfile.TemporaryDirectory(prefix="vaultmem-probe-") as tmp:
         store, path_to_dia, now = build_vault(Path(tmp) / "v", sample, True)
         dia_row = {t["dia"]: n for n, t in enumerate(turns)}
@@ -125,7 +132,7 @@ def show(name: str, per: dict[str, dict[int, float]], counts: dict[str, int]) ->
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)
-    ap.add_argument("--cache", default="/tmp/vaultmem-probe-cache")
+    ap.add_argument("--cache", default="/tmp/vaultmem-probe-cache-bge")
     ap.add_argument("--prf", action="store_true")
     args = ap.parse_args()
     cache = Path(args.cache)
@@ -139,6 +146,8 @@ def main() -> int:
         show(name, {s: recall(fn(c), c) for s, c in convs.items()}, counts)
 
     run("lexical (raw BM25F, no decay)", lex_matrix)
+    v = 'speaker: "text"'
+    run("cosine, question without the query prefix", lambda c: c["vecs"]["question|bare"] @ c["vecs"][f"turn|{v}"].T)
     for v in TURN_VARIANTS:
         run(f"cosine, turns as '{v}'", lambda c, v=v: c["vecs"]["question"] @ c["vecs"][f"turn|{v}"].T)
     v = 'speaker: "text"'

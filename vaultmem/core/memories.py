@@ -93,6 +93,8 @@ class Memories:
         self.progress: Progress | None = None
         self._last_scan = float("-inf")
         self._vectors: Any = None
+        self._stale_checked: tuple[Any, ...] | None = None  # _rank_semantic's last stale check
+        self._filtered_cache: tuple[Any, list[Record], dict[str, Record]] | None = None
         # True in long-lived processes (MCP server, watcher): with embeddings `auto` they load
         # the model, embed on save and search hybrid by default; a one-shot CLI call does not.
         self.long_lived = False
@@ -655,17 +657,24 @@ class Memories:
 
     def _filtered(self, statuses: Sequence[str] | None, tags: Sequence[str],
                   since: dt.datetime | None) -> list[Record]:
-        """Memories passing the status, tag and window filters (from the catalog)."""
+        """Memories passing the status, tag and window filters (from the catalog; the records
+        are kept until the catalog changes, see Index.records_cached)."""
         where, params = "kind = 'memory'", list[Any]()
         if statuses:
             where += f" AND status IN ({','.join('?' * len(statuses))})"
             params += list(statuses)
+        records = self.index.records_cached(where, params)
+        key = (self.index.version(), self.index.viewer, where, tuple(params), tuple(tags), since, self.agent)
+        if self._filtered_cache is not None and self._filtered_cache[0] == key:
+            return self._filtered_cache[1]
         if since is not None:
-            where += " AND last_used >= ?"
-            params.append(since.timestamp())
-        return [rec for rec in self.index.records(where, params)
+            cutoff = since.timestamp()
+            records = [rec for rec in records if rec.last_used is not None and rec.last_used >= cutoff]
+        kept = [rec for rec in records
                 if (not tags or notes.tag_matches(tags, [*rec.tags, *notes.inline_tags(rec.content)]))
                 and self.visible(rec)]
+        self._filtered_cache = (key, kept, {rec.path: rec for rec in kept})
+        return kept
 
     def _spread(self, ranked: list[tuple[Record, float, float | None, float]],
                 top_k: int) -> list[tuple[Record, float, float | None, float]]:
@@ -726,11 +735,18 @@ class Memories:
         from vaultmem.storage import embeddings
 
         candidates = self._filtered(statuses, tags, since)
-        stale = embeddings.stale(candidates, self.vectors)
-        if stale:  # notes edited outside vaultmem: embed a few now, the rest on backfill
-            embeddings.embed_records(stale[:INLINE_EMBED_LIMIT], self.vectors)
+        # Notes edited outside vaultmem: embed a few now, the rest on backfill. Checked again
+        # only when the catalog or the vectors changed (hashing 10,000 texts costs ~50 ms).
+        filters = (tuple(statuses or ()), tuple(tags), since)
+        checked = (self.index.version(), self.index.viewer, self.vectors.stamp(), filters)
+        if checked != self._stale_checked:
+            stale = embeddings.stale(candidates, self.vectors)
+            if stale:
+                embeddings.embed_records(stale[:INLINE_EMBED_LIMIT], self.vectors)
+            self._stale_checked = (self.index.version(), self.index.viewer, self.vectors.stamp(), filters)
         sims = embeddings.similarities(text, candidates, self.vectors)
-        by_path = {r.path: r for r in candidates}
+        assert self._filtered_cache is not None
+        by_path = self._filtered_cache[2]  # the candidates by path, built with them
         lexical: dict[str, float] = {}
         if mode == "hybrid":
             for rec, _s, relevance, _r in self._rank(text, statuses, tags, since, None, top_k, now):

@@ -449,12 +449,14 @@ def auto_recall_process_message(store: MemoryStore, message: Message) -> dict[st
 @TOOLS.tool(writes_vault=False, title="Backfill embeddings (not enabled)")
 def backfill_embeddings(
     store: MemoryStore,
-    model: Annotated[str, Field(max_length=200)] = "all-MiniLM-L6-v2",
+    model: Annotated[str, Field(max_length=200, description=(
+        "bge-small-en-v1.5-int8 (the seed's all-MiniLM-L6-v2 is taken to mean it)"))] = "bge-small-en-v1.5-int8",
     limit: Annotated[int, Field(ge=1, le=10_000)] | None = None,
     force: bool = False,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Generate embeddings for memories without them (needs the vaultmem[embeddings] extra)."""
+    """Generate embeddings for memories without them (needs the vaultmem[embeddings] extra and
+    `vaultmem models install`)."""
     if _embeddings_on(store):
         return store.backfill_embeddings(limit=limit, force=force, dry_run=dry_run, model=model)
     total = store.stats()["total_memories"]
@@ -462,7 +464,8 @@ def backfill_embeddings(
         "success": False, "dry_run": dry_run, "processed": 0, "errors": 0, "model": model,
         "total_memories": total, "memories_without_embeddings": total, "would_process": 0,
         "message": "Embeddings are not enabled: vaultmem has no embedding backend installed "
-                   "(sentence-transformers is not a dependency); search_memory uses text search",
+                   '(pip install "vaultmem[embeddings]", then vaultmem models install); '
+                   "search_memory uses text search",
     }
 
 

@@ -6,6 +6,7 @@ choice here is measured by `bench/retrieval.py`; docs/retrieval.md has the numbe
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from whoosh.analysis import (
     RegexTokenizer,
     StemFilter,
     StopFilter,
+    Tokenizer,
 )
 
 # Function words that carry no topic: English stop words plus the question words and
@@ -37,8 +39,13 @@ STEMMING = True
 STOPPING = True
 
 
+# French articles and pronouns written into the next word (`l'équipe`, `d'accord`, `j'ai`).
+ELISIONS = frozenset({"l", "d", "j", "qu", "n", "s", "c", "m", "t", "jusqu", "lorsqu", "puisqu"})
+
+
 class PossessiveFilter(Filter):
-    """`Caroline's` -> `Caroline`, `James'` -> `James`; typographic apostrophes -> `'`."""
+    """`Caroline's` -> `Caroline`, `James'` -> `James`; typographic apostrophes -> `'`; French
+    elisions dropped (`l'équipe` -> `équipe`)."""
 
     def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]  # whoosh: tokens in, tokens out
         for t in tokens:
@@ -47,8 +54,115 @@ class PossessiveFilter(Filter):
                 text = text[:-2]
             elif text.endswith("'"):
                 text = text[:-1]
+            head, apostrophe, rest = text.partition("'")
+            if apostrophe and head.lower() in ELISIONS and len(rest) > 1:
+                text = rest  # French elision: `l'équipe` -> `équipe`, `qu'il` -> `il`
             t.text = text
             yield t
+
+
+WORD = r"\w+(?:['\u2019]\w+)*"
+
+
+def is_cjk(ch: str) -> bool:
+    """Han (CJK ideographs and extensions), kana, Hangul: scripts written without spaces."""
+    o = ord(ch)
+    return (0x3040 <= o <= 0x30FF or 0x3400 <= o <= 0x4DBF or 0x4E00 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF
+            or 0xF900 <= o <= 0xFAFF or 0x31F0 <= o <= 0x31FF or 0x1100 <= o <= 0x11FF or 0x20000 <= o <= 0x3134F)
+
+
+def has_cjk(text: str) -> bool:
+    return any(is_cjk(ch) for ch in text)
+
+
+class NormalizingTokenizer(Tokenizer):
+    """Words of the NFKC form of the text: full-width `Ｔｏｋｙｏ` reads as `Tokyo`, half-width
+    kana as kana, a decomposed `é` (as macOS writes it) as one letter."""
+
+    def __init__(self, expression: str = WORD) -> None:
+        self.inner = RegexTokenizer(expression)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NormalizingTokenizer) and self.inner == other.inner
+
+    def __call__(self, value: str, **kwargs: Any) -> Iterator[Any]:
+        return self.inner(unicodedata.normalize("NFKC", value), **kwargs)
+
+
+_LATIN_END = 0x250  # Basic Latin to Latin Extended-B: accents here are folded (é -> e)
+
+
+def fold(text: str) -> str:
+    """Case-folded (`Straße` -> `strasse`) with the accents of Latin letters dropped (`café` ->
+    `cafe`, `Ñandú` -> `nandu`), so a word typed without its accents still matches. Other
+    scripts keep their marks: the dakuten of `が` makes another sound than `か`."""
+    text = text.casefold()
+    if text.isascii():
+        return text
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFD", text):
+        if unicodedata.combining(ch) and out and ord(out[-1][-1]) < _LATIN_END:
+            continue
+        out.append(ch)
+    return unicodedata.normalize("NFC", "".join(out))
+
+
+class FoldFilter(Filter):
+    """`fold` each token: lowercase for every script, Latin accents dropped."""
+
+    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]
+        for t in tokens:
+            t.text = fold(t.text)
+            yield t
+
+
+class CJKFilter(Filter):
+    """Chinese and Japanese are written without spaces, so `\\w+` reads a whole clause as one
+    word. Each run of such characters becomes its bigrams and its single characters (`咖啡店`
+    -> 咖啡, 咖, 啡店, 啡, 店): a query matches a note by the words they share whatever the
+    clause around them (the bigram first, so a term analyses back to itself). Letters and
+    digits in the same token (`iPhone手机`) stay one word per run."""
+
+    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]
+        pos = 0
+        for t in tokens:
+            text = t.text
+            if not has_cjk(text):
+                if t.positions:
+                    t.pos = pos
+                pos += 1
+                yield t
+                continue
+            for run in _runs(text):
+                if not is_cjk(run[0]):
+                    t.text = run
+                    if t.positions:
+                        t.pos = pos
+                    pos += 1
+                    yield t
+                    continue
+                for i, ch in enumerate(run):
+                    if i + 1 < len(run):
+                        t.text = run[i:i + 2]
+                        if t.positions:
+                            t.pos = pos
+                        yield t
+                    t.text = ch
+                    if t.positions:
+                        t.pos = pos
+                    pos += 1
+                    yield t
+
+
+def _runs(text: str) -> list[str]:
+    """`iPhone手机壳` -> ["iPhone", "手机壳"]: maximal runs of CJK and of other characters."""
+    runs: list[str] = []
+    for ch in text:
+        if runs and is_cjk(ch) == is_cjk(runs[-1][-1]):
+            runs[-1] += ch
+        else:
+            runs.append(ch)
+    return runs
 
 
 def analyzer(search: bool = True) -> Any:
@@ -57,7 +171,7 @@ def analyzer(search: bool = True) -> Any:
     if not search:
         return (RegexTokenizer(r"\w+(?:['\u2019]\w+)*") | LowercaseFilter() | StopFilter(minsize=1)
                 | StemFilter(cachesize=50000))
-    chain = RegexTokenizer(r"\w+(?:['\u2019]\w+)*") | PossessiveFilter() | LowercaseFilter()
+    chain = NormalizingTokenizer() | PossessiveFilter() | FoldFilter() | CJKFilter()
     if STOPPING:
         chain = chain | StopFilter(stoplist=STOP_WORDS, minsize=1)
     if STEMMING:

@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from vaultmem.storage.analysis import has_cjk
+
 # Characters and words the Whoosh query parser gives a meaning to (phrases, groups, ranges,
 # fields, wildcards, boosts, fuzzy terms, operators). A query free of them is "plain".
 _SYNTAX = re.compile(r"""["()\[\]{}:*?^~\\]|(?:^|\s)['+-]""")
@@ -47,14 +49,17 @@ def query_terms(schema: Any, fields: Sequence[str], words: Sequence[str],
     for word in words:
         for field in fields:
             tokens = list(schema[field].process_text(word, mode="query"))
-            if len(tokens) > 1:
+            if len(tokens) > 1 and not has_cjk(word):
                 return None
-            if not tokens or (field, tokens[0]) in seen:
-                continue
-            seen.add((field, tokens[0]))
-            key = stem(tokens[0])
-            bit = bits.setdefault(key, 1 << len(bits))
-            terms.append((field, tokens[0], bit))
+            # A run of Chinese or Japanese is a sentence, not a word: each of its bigrams and
+            # characters (analysis.CJKFilter) counts as a word of its own, as Whoosh's OR would.
+            for token in tokens:
+                if (field, token) in seen:
+                    continue
+                seen.add((field, token))
+                key = stem(token)
+                bit = bits.setdefault(key, 1 << len(bits))
+                terms.append((field, token, bit))
     return terms, len(bits)
 
 

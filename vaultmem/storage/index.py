@@ -30,10 +30,11 @@ from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
 from vaultmem.storage.vault import Vault, is_conflict_copy
 
-SCHEMA_VERSION = 9  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
+SCHEMA_VERSION = 10  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
 # (forget.py); 6: kind "conflict" for sync-conflict copies (reliability); 8: markdown links, inline and
 # parent tags in the tags field, YAML 1.2 (citizenship); 9: markdown links in Obsidian's shortest and
-# absolute formats (`Note.md`, `Folder/Note.md`) kept as written and resolved like wikilinks
+# absolute formats (`Note.md`, `Folder/Note.md`) kept as written and resolved like wikilinks;
+# 10: the multilingual analyzer (NFKC, case and accent folding, CJK bigrams; storage/analysis.py)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
 PROPS_BOOST = 1.0
@@ -345,6 +346,7 @@ class Index:
         self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
         self._doc_paths: dict[Any, str] = {}  # bm25.doc_paths, across searchers
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
+        self._records_cache: tuple[Any, list[Record]] | None = None
         self.viewer: str | None = None  # set_viewer: the agent whose view of the catalog reads get
         # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
         self.merge_on_commit = True
@@ -426,6 +428,7 @@ class Index:
         self._allowed_cache, self._lengths_cache, self._segment_docs = {}, {}, {}
         self._doc_paths = {}
         self._fingerprints = None
+        self._records_cache = None
         if self._db is not None:
             self._db.close()
         self._db = None
@@ -657,6 +660,19 @@ class Index:
     def records(self, where: str = "1", params: Sequence[Any] = ()) -> list[Record]:
         sql = f"SELECT {','.join(_COLUMNS)} FROM notes WHERE {where}"
         return [Record.from_row(r) for r in self.db.execute(sql, params)]
+
+    def version(self) -> tuple[int, int]:
+        """Changes whenever any connection (this process or another) writes the catalog."""
+        db = self.db
+        return db.execute("PRAGMA data_version").fetchone()[0], db.total_changes
+
+    def records_cached(self, where: str = "1", params: Sequence[Any] = ()) -> list[Record]:
+        """`records`, kept until the catalog changes (a long-lived process's semantic search
+        reads every memory per query: 10,000 records cost ~60 ms to build). Treat as read-only."""
+        key = (self.version(), self.viewer, where, tuple(params))
+        if self._records_cache is None or self._records_cache[0] != key:
+            self._records_cache = (key, self.records(where, params))
+        return self._records_cache[1]
 
     def by_paths(self, paths: Sequence[str]) -> dict[str, Record]:
         found: dict[str, Record] = {}

@@ -18,10 +18,7 @@ except ModuleNotFoundError:  # Python 3.10
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "vaultmem"
 # declared, never imported by vaultmem/, and why
-NOT_IMPORTED = {
-    # the CPU build, pinned so pip does not pull a multi-GB CUDA torch for sentence-transformers
-    ("embeddings", "torch"),
-}
+NOT_IMPORTED: set[tuple[str, str]] = set()
 
 
 def canonical(name: str) -> str:
@@ -97,4 +94,5 @@ def test_the_check_sees_what_it_should():
     assert {"pydantic", "anyio", "mcp_types", "click", "yamlcore", "filelock"} <= set(found)
     assert all(not top for _where, top in found["numpy"])  # the embeddings extra: lazy
     assert "mdit-py-plugins" not in declared()
-    assert declared()["pydantic"] == "" and declared()["sentence-transformers"] == "embeddings"
+    assert declared()["pydantic"] == "" and declared()["onnxruntime"] == "embeddings"
+    assert "torch" not in declared()

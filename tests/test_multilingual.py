@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import invoke
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vaultmem.storage.analysis import analyzer, fold
@@ -87,3 +87,11 @@ def test_each_language_through_the_mcp_server(store, lang):
             assert _top(found) == FIXTURE[lang]["memories"][n], query
     finally:
         server.bridge.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12))
+def test_the_fast_cjk_check_agrees_with_the_character_ranges(text):
+    from vaultmem.storage.analysis import has_cjk, is_cjk
+
+    assert has_cjk(text) == any(is_cjk(ch) for ch in text)

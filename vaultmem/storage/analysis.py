@@ -6,6 +6,7 @@ choice here is measured by `bench/retrieval.py`; docs/retrieval.md has the numbe
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
 from typing import Any
@@ -43,22 +44,18 @@ STOPPING = True
 ELISIONS = frozenset({"l", "d", "j", "qu", "n", "s", "c", "m", "t", "jusqu", "lorsqu", "puisqu"})
 
 
-class PossessiveFilter(Filter):
-    """`Caroline's` -> `Caroline`, `James'` -> `James`; typographic apostrophes -> `'`; French
-    elisions dropped (`l'équipe` -> `équipe`)."""
-
-    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]  # whoosh: tokens in, tokens out
-        for t in tokens:
-            text = t.text.replace("\u2019", "'")
-            if text.endswith(("'s", "'S")):
-                text = text[:-2]
-            elif text.endswith("'"):
-                text = text[:-1]
-            head, apostrophe, rest = text.partition("'")
-            if apostrophe and head.lower() in ELISIONS and len(rest) > 1:
-                text = rest  # French elision: `l'équipe` -> `équipe`, `qu'il` -> `il`
-            t.text = text
-            yield t
+def possessive(text: str) -> str:
+    """`Caroline's` -> `Caroline`, `James'` -> `James`; a typographic apostrophe reads as `'`;
+    a French elision is dropped (`l'équipe` -> `équipe`, `qu'il` -> `il`)."""
+    text = text.replace("\u2019", "'")
+    if text.endswith(("'s", "'S")):
+        text = text[:-2]
+    elif text.endswith("'"):
+        text = text[:-1]
+    head, apostrophe, rest = text.partition("'")
+    if apostrophe and head.lower() in ELISIONS and len(rest) > 1:
+        text = rest
+    return text
 
 
 WORD = r"\w+(?:['\u2019]\w+)*"
@@ -71,8 +68,13 @@ def is_cjk(ch: str) -> bool:
             or 0xF900 <= o <= 0xFAFF or 0x31F0 <= o <= 0x31FF or 0x1100 <= o <= 0x11FF or 0x20000 <= o <= 0x3134F)
 
 
+# the ranges of `is_cjk` as one character class: a token is checked in C, not per character
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u31f0-\u31ff"
+                  "\u1100-\u11ff\U00020000-\U0003134f]")
+
+
 def has_cjk(text: str) -> bool:
-    return any(is_cjk(ch) for ch in text)
+    return not text.isascii() and _CJK.search(text) is not None
 
 
 class NormalizingTokenizer(Tokenizer):
@@ -86,7 +88,7 @@ class NormalizingTokenizer(Tokenizer):
         return isinstance(other, NormalizingTokenizer) and self.inner == other.inner
 
     def __call__(self, value: str, **kwargs: Any) -> Iterator[Any]:
-        return self.inner(unicodedata.normalize("NFKC", value), **kwargs)
+        return self.inner(value if value.isascii() else unicodedata.normalize("NFKC", value), **kwargs)
 
 
 _LATIN_END = 0x250  # Basic Latin to Latin Extended-B: accents here are folded (é -> e)
@@ -107,27 +109,30 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", "".join(out))
 
 
-class FoldFilter(Filter):
-    """`fold` each token: lowercase for every script, Latin accents dropped."""
+class WordFilter(Filter):
+    """Each word in one pass (a rebuild sends every token of the vault through here):
+    possessives and French elisions dropped (`possessive`), case and Latin accents folded
+    (`fold`), and Chinese and Japanese, written without spaces (so `\\w+` reads a whole clause
+    as one word), cut into bigrams and single characters: each run of such characters becomes
+    its bigrams and its characters (`咖啡店` -> 咖啡, 咖, 啡店, 啡, 店), so a query matches a note
+    by the words they share whatever the clause around them (the bigram first, so a term
+    analyses back to itself). Letters and digits in the same token (`iPhone手机`) stay one word
+    per run. Positions count words: a bigram shares its first character's."""
 
-    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]
-        for t in tokens:
-            t.text = fold(t.text)
-            yield t
-
-
-class CJKFilter(Filter):
-    """Chinese and Japanese are written without spaces, so `\\w+` reads a whole clause as one
-    word. Each run of such characters becomes its bigrams and its single characters (`咖啡店`
-    -> 咖啡, 咖, 啡店, 啡, 店): a query matches a note by the words they share whatever the
-    clause around them (the bigram first, so a term analyses back to itself). Letters and
-    digits in the same token (`iPhone手机`) stay one word per run."""
-
-    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]
+    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]  # whoosh: tokens in, tokens out
         pos = 0
         for t in tokens:
             text = t.text
+            if text.isascii():  # most words: no typographic apostrophe, no accent, no CJK
+                t.text = (possessive(text) if "'" in text else text).lower()
+                if t.positions:
+                    t.pos = pos
+                pos += 1
+                yield t
+                continue
+            text = fold(possessive(text))
             if not has_cjk(text):
+                t.text = text
                 if t.positions:
                     t.pos = pos
                 pos += 1
@@ -165,13 +170,62 @@ def _runs(text: str) -> list[str]:
     return runs
 
 
+class StopStemFilter(Filter):
+    """Whoosh's `StopFilter(stoplist, minsize=1)` and `StemFilter()` in one pass, the same
+    tokens out (positions renumbered past stop words; a stop word kept and marked `stopped`
+    when the caller keeps them), one Python layer fewer per word of the vault."""
+
+    def __init__(self, stoplist: frozenset[str]) -> None:
+        self.stops = stoplist
+        self._cache()
+
+    def _cache(self) -> None:
+        from functools import lru_cache
+
+        from whoosh.lang.porter import stem
+
+        self._stem = lru_cache(maxsize=50000)(stem)
+
+    # Whoosh pickles the schema (and so this filter) into the index: the cache stays out
+    def __getstate__(self) -> dict[str, Any]:
+        return {"stops": self.stops}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.stops = state["stops"]
+        self._cache()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StopStemFilter) and self.stops == other.stops
+
+    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]  # whoosh: tokens in, tokens out
+        stops, stem = self.stops, self._stem
+        pos = None
+        for t in tokens:
+            text = t.text
+            if text and text not in stops:
+                if t.positions:
+                    if pos is None:
+                        pos = t.pos
+                    else:
+                        pos += 1
+                        t.pos = pos
+                t.stopped = False
+                t.text = stem(text)
+                yield t
+            elif not t.removestops:
+                t.stopped = True
+                yield t
+
+
 def analyzer(search: bool = True) -> Any:
     """The search analyzer; `search=False` is the original chain (Whoosh's short stop list,
     no possessive filter) that consolidation's similarity thresholds were tuned on."""
     if not search:
         return (RegexTokenizer(r"\w+(?:['\u2019]\w+)*") | LowercaseFilter() | StopFilter(minsize=1)
                 | StemFilter(cachesize=50000))
-    chain = NormalizingTokenizer() | PossessiveFilter() | FoldFilter() | CJKFilter()
+    chain = NormalizingTokenizer() | WordFilter()
+    if STOPPING and STEMMING:
+        return chain | StopStemFilter(STOP_WORDS)
     if STOPPING:
         chain = chain | StopFilter(stoplist=STOP_WORDS, minsize=1)
     if STEMMING:

@@ -52,7 +52,7 @@ def query_terms(schema: Any, fields: Sequence[str], words: Sequence[str],
             if len(tokens) > 1 and not has_cjk(word):
                 return None
             # A run of Chinese or Japanese is a sentence, not a word: each of its bigrams and
-            # characters (analysis.CJKFilter) counts as a word of its own, as Whoosh's OR would.
+            # characters (analysis.WordFilter) counts as a word of its own, as Whoosh's OR would.
             for token in tokens:
                 if (field, token) in seen:
                     continue

@@ -30,11 +30,12 @@ from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
 from vaultmem.storage.vault import Vault, is_conflict_copy
 
-SCHEMA_VERSION = 10  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
+SCHEMA_VERSION = 11  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
 # (forget.py); 6: kind "conflict" for sync-conflict copies (reliability); 8: markdown links, inline and
 # parent tags in the tags field, YAML 1.2 (citizenship); 9: markdown links in Obsidian's shortest and
 # absolute formats (`Note.md`, `Folder/Note.md`) kept as written and resolved like wikilinks;
-# 10: the multilingual analyzer (NFKC, case and accent folding, CJK bigrams; storage/analysis.py)
+# 10: the multilingual analyzer (NFKC, case and accent folding, CJK bigrams; storage/analysis.py);
+# 11: the analyzer's filters merged into two (the schema Whoosh pickles names them)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
 SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
 PROPS_BOOST = 1.0

@@ -347,3 +347,18 @@ def link_exclusive(src: Path, dst: Path) -> None:
     if "case-insensitive" in forced() and case_variant(dst) is not None:
         raise FileExistsError(17, "File exists (differs only in case)", str(dst))
     os.link(src, dst)
+
+
+# -- folders -----------------------------------------------------------------------------------
+
+
+def user_cache() -> Path:
+    """The user's cache folder: `$XDG_CACHE_HOME`, else ~/Library/Caches on macOS,
+    %LOCALAPPDATA% on Windows, ~/.cache elsewhere."""
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches"
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"])
+    return Path.home() / ".cache"

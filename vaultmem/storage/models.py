@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vaultmem.base import portable
 from vaultmem.base.errors import InvalidInput, MissingExtra, StorageError
 
 INSTALL_COMMAND = "vaultmem models install"
@@ -73,15 +74,7 @@ def cache_root() -> Path:
     """Where installed models live (see the module docstring)."""
     if os.environ.get("VAULTMEM_MODELS_DIR"):
         return Path(os.environ["VAULTMEM_MODELS_DIR"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        base = Path(os.environ["XDG_CACHE_HOME"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        base = Path(os.environ["LOCALAPPDATA"])
-    else:
-        base = Path.home() / ".cache"
-    return base / "vaultmem" / "models"
+    return portable.user_cache() / "vaultmem" / "models"
 
 
 def model_dir(spec: ModelSpec | None = None) -> Path:

@@ -419,18 +419,9 @@ def cache_dir(root: Path) -> Path:
     `$XDG_CACHE_HOME/vaultmem/<name>-<hash of the path>` (~/.cache on Linux, ~/Library/Caches
     on macOS, %LOCALAPPDATA% on Windows)."""
     import hashlib
-    import sys
 
-    if os.environ.get("XDG_CACHE_HOME"):
-        base = Path(os.environ["XDG_CACHE_HOME"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        base = Path(os.environ["LOCALAPPDATA"])
-    else:
-        base = Path.home() / ".cache"
     digest = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
-    return base / "vaultmem" / f"{safe_file_name(root.name) or 'vault'}-{digest}"
+    return portable.user_cache() / "vaultmem" / f"{safe_file_name(root.name) or 'vault'}-{digest}"
 
 
 def is_note_path(rel: str) -> bool:

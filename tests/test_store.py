@@ -382,3 +382,16 @@ def test_parallel_rebuild_indexes_the_same_notes(sample_vault, clock, monkeypatc
     parallel = store.rebuild_index()
     assert parallel == serial
     assert store.search("café zürich")["results"][0]["id"].startswith("9c1e44f0")
+
+
+def test_a_long_lived_process_sees_another_process_s_write_without_a_rescan(vault_path, clock):
+    """A server between two rescans of the files still reads the catalog as it is now: a
+    touch through another connection (another process) shows in its next search."""
+    server, cli = MemoryStore(vault_path, clock=clock), MemoryStore(vault_path, clock=clock)
+    saved = server.save("Deploys go out on Tuesdays")
+    server.freshness_ttl = 3600.0  # no rescan of the files: only the catalog can tell
+    assert [m["use_count"] for m in server.search("deploys tuesdays")["results"]] == [0]
+    cli.touch(saved["memory_id"])
+    assert [m["use_count"] for m in server.search("deploys tuesdays")["results"]] == [1]
+    server.close()
+    cli.close()

@@ -30,6 +30,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from reliability_helpers import (
     SOAK,
     check_after_next_command,
@@ -162,6 +163,7 @@ print(json.dumps(log))
 """
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="stops the watcher with SIGTERM, which Windows cannot deliver to a handler")
 def test_four_writers_and_a_person_lose_nothing(tmp_path):
     vault = tmp_path / "vault"
     store = open_store(vault)

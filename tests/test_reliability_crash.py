@@ -40,6 +40,8 @@ from reliability_helpers import (
 
 import vaultmem
 
+# kills a forked child at every write step: needs fork (POSIX); Windows has none
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
 HOOKED = ("replace", "rename", "link", "unlink", "fsync")
 FIGURES: dict[str, int] = {"kills": 0, "temp_files_left_by_kills": 0, "stale_index_after_kill": 0}
 
@@ -141,6 +143,7 @@ WORKER = r"""
 import random, sys
 sys.path.insert(0, sys.argv[3])
 from reliability_helpers import open_store, mid
+
 rng = random.Random(int(sys.argv[2]))
 store = open_store(sys.argv[1])
 store.sync()

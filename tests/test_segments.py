@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -145,6 +146,7 @@ def _merge_in_child(vault: Path, kill_at: int | None) -> tuple[int, int]:
     return run_killed(vault, lambda store: 0 if segments.merge(store.vault) else 1, kill_at, HOOKED)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked merge at every step: needs fork (POSIX)")
 def test_merge_killed_before_every_file_system_step_leaves_a_usable_index(tmp_path):
     template = tmp_path / "template"
     store, versions = committed_without_merging(template, notes=20, edits=12)
@@ -187,6 +189,7 @@ def test_merge_killed_before_every_file_system_step_leaves_a_usable_index(tmp_pa
     assert seen == {"old", "merged"}  # kills before and after the new generation was written
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="probes the lock with fcntl (POSIX)")
 def test_merge_child_does_not_keep_the_watchers_instance_lock(tmp_path):
     """A watcher SIGKILLed while its merge child runs must not block the next watcher."""
     import fcntl

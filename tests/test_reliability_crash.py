@@ -143,7 +143,6 @@ WORKER = r"""
 import random, sys
 sys.path.insert(0, sys.argv[3])
 from reliability_helpers import open_store, mid
-
 rng = random.Random(int(sys.argv[2]))
 store = open_store(sys.argv[1])
 store.sync()

@@ -37,16 +37,22 @@ def memory_files(device: Path) -> dict[str, bytes]:
     return {p.relative_to(device).as_posix(): p.read_bytes() for p in sorted((device / "memory").rglob("*.md"))}
 
 
-@pytest.fixture
-def remote(tmp_path, runner):
-    """A bare remote holding one vault with one memory; `clone(name)` makes a device."""
+def first_device(tmp_path: Path, runner) -> tuple[Path, Path]:
+    """An empty bare remote, and a vault in a git repository with it as `origin`."""
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     first = tmp_path / "first"
     assert invoke(runner, "init", str(first)).exit_code == 0
     git(first, "init", "-q", "-b", "main")
-    saved = json.loads(vm(runner, first, "save", "Deploys go out on Tuesdays", "--json").output)
     git(first, "remote", "add", "origin", str(bare))
+    return bare, first
+
+
+@pytest.fixture
+def remote(tmp_path, runner):
+    """A bare remote holding one vault with one memory; `clone(name)` makes a device."""
+    bare, first = first_device(tmp_path, runner)
+    saved = json.loads(vm(runner, first, "save", "Deploys go out on Tuesdays", "--json").output)
     vm(runner, first, "sync", "setup")
     git(first, "add", "-A")
     git(first, "commit", "-q", "-m", "vault")
@@ -172,12 +178,7 @@ def test_an_older_gitignore_is_brought_up_to_date(runner, remote):
 
 
 def test_the_first_sync_publishes_the_branch(runner, tmp_path):
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-    device = tmp_path / "first"
-    assert invoke(runner, "init", str(device)).exit_code == 0
-    git(device, "init", "-q", "-b", "main")
-    git(device, "remote", "add", "origin", str(bare))
+    bare, device = first_device(tmp_path, runner)
     vm(runner, device, "save", "Deploys go out on Tuesdays")
     out = json.loads(vm(runner, device, "sync", "--json").output)
     assert out["pushed"] and out["committed"] and out["message"] == "in sync"
@@ -265,3 +266,41 @@ def test_a_vault_in_a_subfolder_of_the_repository_syncs_and_shares_the_attribute
     git(other, "commit", "-q", "-am", "touched on the desktop")
     git(other, "pull", "-q", "--no-rebase", "--no-edit")  # plain git, the driver from the shared attributes
     assert "use_count: 2\n" in (other / saved["path"]).read_text()
+
+
+def test_a_crlf_memory_moved_on_both_devices_stays_crlf_without_a_clash(runner, remote):
+    laptop, desktop = remote("laptop"), remote("desktop")
+    mid, rel = remote.saved["memory_id"], remote.saved["path"]
+    note = laptop / rel
+    text = note.read_bytes().replace(b"Deploys go out on Tuesdays\n",
+                                     b"Deploys go out on Tuesdays\n\nThe freeze starts on the 18th.\n")
+    note.write_bytes(text.replace(b"\n", b"\r\n"))  # written on Windows
+    vm(runner, laptop, "sync")
+    vm(runner, desktop, "sync")
+    vm(runner, laptop, "promote", mid[:8], "--force", "--apply", now="2026-11-23T10:00:00Z")
+    promoted = laptop / "memory/ltm" / rel.rsplit("/", 1)[1]
+    promoted.write_bytes(promoted.read_bytes() + b"Hotfixes still ship on Fridays.\r\n")  # the person, on the laptop
+    vm(runner, laptop, "sync", now="2026-11-23T10:00:00Z")
+    vm(runner, desktop, "touch", mid[:8], now="2026-11-24T10:00:00Z")
+    there = desktop / rel
+    there.write_bytes(there.read_bytes().replace(b"on Tuesdays", b"on Tuesdays and Thursdays"))  # the person, there
+    vm(runner, desktop, "gc", "--apply", now="2027-06-01T00:00:00Z")
+    out = json.loads(vm(runner, desktop, "sync", "--json", now="2027-06-01T00:00:00Z").output)
+    name = rel.rsplit("/", 1)[1]
+    assert [(d["kept"], d["ancestor"], d["clean"]) for d in out["duplicates"]] == [(f"memory/ltm/{name}", True, True)]
+    data = (desktop / "memory/ltm" / name).read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n") and b"<<<<<<<" not in data
+    assert b"use_count: 1\r\n" in data and b"status: promoted\r\n" in data
+    assert data.endswith(b"Deploys go out on Tuesdays and Thursdays\r\n\r\nThe freeze starts on the 18th.\r\n"
+                         b"Hotfixes still ship on Fridays.\r\n")  # both devices' edits, line by line
+
+
+def test_the_ancestor_git_holds_is_read_byte_for_byte(tmp_path):
+    from vaultmem.features.sync import _git_show
+
+    git(tmp_path, "init", "-q", "-b", "main")
+    (tmp_path / "x.md").write_bytes("---\r\nid: a\r\n---\r\nDéjà vu\r\n".encode())
+    git(tmp_path, "add", "x.md")
+    git(tmp_path, "commit", "-q", "-m", "x")
+    assert _git_show(tmp_path, "HEAD:./x.md") == "---\r\nid: a\r\n---\r\nDéjà vu\r\n"
+    assert _git_show(tmp_path, "HEAD:./missing.md") is None

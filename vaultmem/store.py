@@ -42,20 +42,8 @@ class MemoryStore(Memories):
 
     def __init__(self, root: Path | str, settings: Any = None, clock: Any = None) -> None:
         super().__init__(root, settings, clock)
-        self._merging_copies = False
-        self.before_write = self._merge_waiting_copies
-
-    def _merge_waiting_copies(self) -> None:
-        """A write (any command or tool that changes the vault) first merges the conflict
-        copies a file-sync tool left of memory notes, as the watcher does when one arrives;
-        a read never does. Cheap when there are none: one indexed lookup."""
-        if self._merging_copies or self.vault.read_only or not self.index.has_conflict_copies():
-            return
-        self._merging_copies = True
-        try:
-            sync.merge_copies(self, apply=True)
-        finally:
-            self._merging_copies = False
+        # every write first merges the conflict copies a file-sync tool left (features/sync.py)
+        self.before_write = lambda: sync.merge_waiting_copies(self)
 
     def init(self) -> dict[str, Any]:
         """The vault layout, then Obsidian's side: vaultmem's property types in

@@ -248,14 +248,21 @@ def merge_driver(base_path: str, ours_path: str, theirs_path: str, history: int 
 
 
 def _git(root: Path, *args: str) -> str:
+    """git's output; a failure raises with git's own last word."""
+    done = _run_git(root, *args)
+    if done.returncode != 0:
+        raise VaultmemError(f"git {args[0]} failed in {root}: {_last_line(done)}")
+    return done.stdout
+
+
+def _git_show(root: Path, spec: str) -> str | None:
+    """A file as git holds it (`rev:./path`, `:stage:./path`), byte for byte (CRLF kept:
+    text mode would turn it into LF, and every line would then differ from the note)."""
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+        done = subprocess.run(["git", "-C", str(root), "show", spec], capture_output=True, check=False)
     except FileNotFoundError:
         raise VaultmemError("git is not installed; install git to sync the vault with it") from None
-    if done.returncode != 0:
-        why = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
-        raise VaultmemError(f"git {args[0]} failed in {root}: {why}")
-    return done.stdout
+    return done.stdout.decode("utf-8") if done.returncode == 0 else None
 
 
 def setup_git(root: Path, executable: str) -> dict[str, Any]:
@@ -328,6 +335,19 @@ def merge_copies(store: Memories, apply: bool = False) -> dict[str, Any]:
     # `vaultmem sync` settles it with the common ancestor; here there is none
     duplicates = [] if in_git(store.vault.root) else resolve_duplicates(store, apply=apply, remove="trash")
     return {"success": True, "applied": apply, "copies": found, "count": len(found), "duplicates": duplicates}
+
+
+def merge_waiting_copies(store: Memories) -> None:
+    """Before a write (any command or tool that changes the vault): merge the conflict copies
+    a file-sync tool left of memory notes, as the watcher does when one arrives; a read never
+    does. Cheap when there are none: one indexed lookup."""
+    if store.vault.read_only or not store.index.has_conflict_copies():
+        return
+    hook, store.before_write = store.before_write, None  # the merge's own writes: no recursion
+    try:
+        merge_copies(store, apply=True)
+    finally:
+        store.before_write = hook
 
 
 # -- one memory in two places ----------------------------------------------------------------
@@ -591,7 +611,7 @@ def _settle_merge(store: Memories, root: Path, env: Mapping[str, str], result: d
         store.sync()
         moved = {other: paths[0] for paths in duplicate_groups(store).values() for other in paths[1:]}
         for rel in theirs_notes:
-            if moved and _merge_relinked(root, rel, moved):
+            if moved and _merge_relinked(store, root, rel, moved):
                 result["relinked"].append(rel)
             else:
                 unresolved.append(rel)
@@ -611,18 +631,15 @@ def _link_forms(rel: str) -> list[str]:
     return list(dict.fromkeys(form for path in (rel, stem) for form in (path, path.replace(" ", "%20"), quote(path))))
 
 
-def _merge_relinked(root: Path, rel: str, moved: Mapping[str, str]) -> bool:
+def _merge_relinked(store: Memories, root: Path, rel: str, moved: Mapping[str, str]) -> bool:
     """A note of the person's that git could not merge because each device re-pointed its
     links at its own copy of one memory (`[[memory/ltm/x]]` here, `[[memory/archive/x]]`
     there): with every link to a merged-away copy pointed at the surviving one, the two
     sides merge cleanly; then that merge is written and staged. Any other difference stays
     a conflict for the person (False)."""
-    stages = []
-    for stage in (1, 2, 3):
-        shown = _run_git(root, "show", f":{stage}:./{rel}")
-        if shown.returncode != 0:
-            return False
-        stages.append(shown.stdout)
+    stages = [_git_show(root, f":{stage}:./{rel}") for stage in (1, 2, 3)]
+    if None in stages:
+        return False
     pairs = [(old_form, new_form) for old, new in sorted(moved.items(), key=lambda kv: -len(kv[0]))
              for old_form, new_form in zip(_link_forms(old), _link_forms(new), strict=True)]
 
@@ -631,14 +648,21 @@ def _merge_relinked(root: Path, rel: str, moved: Mapping[str, str]) -> bool:
             text = text.replace(old_form, new_form)
         return text
 
-    base, ours, theirs = stages[0], relinked(stages[1]), relinked(stages[2])
+    base, ours, theirs = (text or "" for text in stages)
+    ours, theirs = relinked(ours), relinked(theirs)
     if ours == stages[1] and theirs == stages[2]:
         return False
     merged, clean = merge_file_text(base, ours, theirs)
     if not clean:
         return False
-    path = root / rel
-    path.write_bytes(merged.encode("utf-8"))
+    path = store.vault.abs(rel)
+    try:
+        conflicted, stamp = store.vault.read_stamped(path)
+    except (FileNotFoundError, UnicodeDecodeError):
+        return False
+    # compare-and-swap: the person editing git's conflict markers meanwhile keeps their edit
+    if not store.vault.replace_if_unchanged(path, conflicted, stamp, merged):
+        return False
     _git(root, "add", "--", rel)
     return True
 
@@ -649,9 +673,9 @@ def _ancestor_in(root: Path, rev: str) -> Any:
         found = _run_git(root, "grep", "-l", "-F", "-e", f"id: {mid}", rev, "--", ".")
         for line in found.stdout.splitlines():
             rel = line.split(":", 1)[1] if ":" in line else ""
-            shown = _run_git(root, "show", f"{rev}:./{rel}")
-            if shown.returncode == 0 and rel.endswith(".md"):
-                return shown.stdout
+            shown = _git_show(root, f"{rev}:./{rel}") if rel.endswith(".md") else None
+            if shown is not None:
+                return shown
         return None
 
     return find

@@ -74,8 +74,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--searches", type=int, default=200)
+    ap.add_argument("--vault", type=Path, help="measure this already-built vault (built by an earlier run with --keep)")
+    ap.add_argument("--keep", type=Path, help="build the vault here and keep it")
     args = ap.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f}")
+    if args.vault:
+        for key, value in asyncio.run(run(args.vault.resolve(), args.searches)).items():
+            print(f"{key:24s} {value:8.2f}")
+        return
+    if args.keep:
+        build_vault(args.keep, args.n)
+        subprocess.run([sys.executable, "-m", "vaultmem", "index", "rebuild", "--quiet", "--vault", str(args.keep)],
+                       check=True, capture_output=True, env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
+        print(f"kept {args.keep}")
+        return
     with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-lat-") as tmp:
         vault = Path(tmp) / "v"
         build_vault(vault, args.n)

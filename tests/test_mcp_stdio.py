@@ -339,3 +339,94 @@ def test_a_line_that_is_not_json_rpc_gets_a_json_rpc_error(vault_path):
     assert answers[1] == {"jsonrpc": "2.0", "id": None, "error": {
         "code": -32600, "message": "Invalid Request: the JSON is not a JSON-RPC 2.0 message"}}
     assert answers[2]["id"] == 1 and answers[2]["result"]["serverInfo"]["name"] == "vaultmem"
+
+
+PIPE_ECHO = """
+import asyncio, os, sys
+from vaultmem.mcp.stdio import pipe_streams
+
+async def main():
+    async with pipe_streams() as pipes:
+        if pipes is None:
+            print("threaded", file=sys.stderr)
+            return
+        lines, replies = pipes
+        print("stray print")  # fd 1 is stderr while serving: never on the wire
+        sys.stdout.flush()
+        async for line in lines:
+            await replies.write(f"{len(line)} {line[:3]}\\n")
+            await replies.flush()
+
+asyncio.run(main())
+os.write(1, b"restored\\n")
+"""
+
+
+def test_pipe_streams_serve_long_lines_and_give_stdio_back():
+    """The event-loop transport: a 300,000-character line arrives whole (asyncio's default
+    line limit is 64 KiB), a stray print lands on stderr, and fds 0 and 1 are the pipes again
+    afterwards."""
+    lines = "abc\n" + "é" * 300_000 + "\n"
+    proc = subprocess.run([sys.executable, "-c", PIPE_ECHO], input=lines.encode(), capture_output=True, timeout=60)
+    assert proc.stdout.decode() == "4 abc\n300001 ééé\nrestored\n"
+    assert proc.stderr.decode() == "stray print\n" and proc.returncode == 0
+
+    forced = subprocess.run([sys.executable, "-c", PIPE_ECHO], input=b"abc\n", capture_output=True, timeout=60,
+                            env={**os.environ, "VAULTMEM_PLATFORM_RULES": "no-fcntl"})
+    assert (forced.stdout, forced.stderr) == (b"restored\n", b"threaded\n")
+
+
+def test_both_stdio_transports_answer_alike(vault_path, tmp_path):
+    """The event-loop transport (pipes) and the SDK's threaded one (forced with no-fcntl, as on
+    Windows) serve the same frames, including a save whose request line is 234 KB."""
+    content = "Café notes " + "é" * 39_000
+
+    def run(rules: str) -> list[dict[str, Any]]:
+        vault = tmp_path / (rules or "pipes")
+        subprocess.run([sys.executable, "-m", "vaultmem", "init", str(vault)], check=True, capture_output=True)
+        requests = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "save_memory", "arguments": {"content": content, "tags": ["cafe"]}}},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": "search_memory", "arguments": {"query": "café", "preview_length": 20}}},
+        ]
+        env = {**os.environ, "VAULTMEM_EMBEDDINGS": "off", "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "VAULTMEM_PLATFORM_RULES": rules}
+        proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        answers = []
+        try:
+            for request in requests:  # one at a time: the search must see the save
+                line = json.dumps(request) + "\n"  # ASCII-escaped: é is 6 bytes
+                assert len(line) < 1000 or len(line) > 230_000
+                proc.stdin.write(line)
+                proc.stdin.flush()
+                if "id" in request:
+                    answers.append(json.loads(proc.stdout.readline()))
+            proc.stdin.close()
+            proc.stderr.read()
+        finally:
+            proc.wait(timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        (note,) = (vault / "memory/stm").iterdir()
+        assert note.read_text(encoding="utf-8").endswith(f"---\n{content}\n")
+        return answers
+
+    piped, threaded = run(""), run("no-fcntl")
+    assert [m["id"] for m in piped] == [1, 2, 3]
+    saved = piped[1]["result"]["structuredContent"]
+    assert saved["success"] is True
+    found = piped[2]["result"]["structuredContent"]["results"]
+    assert [r["id"] for r in found] == [saved["memory_id"]] and found[0]["content"] == "Café notes ééééééééé"
+    ids = [saved["memory_id"], threaded[1]["result"]["structuredContent"]["memory_id"]]
+
+    def strip(message: dict[str, Any]) -> str:  # the two saves differ only in their random ids
+        text = json.dumps(message)
+        for mid in ids:
+            text = text.replace(mid, "ID").replace(mid[:8], "ID8")
+        return text
+
+    assert [strip(m) for m in piped] == [strip(m) for m in threaded]

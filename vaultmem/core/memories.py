@@ -623,6 +623,9 @@ class Memories:
             window = scoring.blend_review_candidates(ranked, top_k, self.settings)
         else:
             window = [(*r, False) for r in ranked[:top_k]]
+        if mode == "lexical" and text:  # ranked from rank_records: read the shown memories whole
+            shown = self.index.by_paths([w[0].path for w in window])
+            window = [(shown[w[0].path], *w[1:]) for w in window if w[0].path in shown]
         results = []
         for rec, decay_score, relevance, _rank, is_review in window:
             item = self.memory_dict(rec, now)
@@ -708,7 +711,7 @@ class Memories:
             if not hits:
                 return []
             best = hits[0][1] or 1.0
-            records = self.index.by_paths([p for p, _ in hits])
+            records = self.index.rank_records([p for p, _ in hits])  # text read for the shown ones only
             ranked = []
             for path, bm25 in hits:
                 found = records.get(path)

@@ -223,7 +223,9 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
             from mcp.shared.message import SessionMessage
             from mcp_types.jsonrpc import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
-            async with stdio_server() as (read_stream, write_stream):
+            from vaultmem.mcp.stdio import pipe_streams
+
+            async with pipe_streams() as pipes, stdio_server(*(pipes or (None, None))) as (read_stream, write_stream):
                 forward, incoming = create_context_streams[SessionMessage | Exception](0)
 
                 async def pump() -> None:

@@ -59,6 +59,10 @@ _COLUMNS = (
     "source", "context", "agent", "props", "error",
 )
 
+# What ranking reads (Index.rank_records): every column but the text a result shows.
+_RANK_SELECT = ("path, mtime_ns, size, kind, id, status, created, last_used, use_count, strength, memory_type,"
+                " pinned, agent, props")
+
 
 @dataclasses.dataclass
 class Record:
@@ -679,6 +683,20 @@ class Index:
         found: dict[str, Record] = {}
         for marks, chunk in linkmod.in_chunks(paths):
             found.update((r.path, r) for r in self.records(f"path IN ({marks})", chunk))
+        return found
+
+    def rank_records(self, paths: Sequence[str]) -> dict[str, Record]:
+        """`by_paths` without what only a shown result needs: title, content, tags, entities,
+        source and context are left empty (a search ranks up to 100 candidates to show 10;
+        reading their text cost a third of it). Read the shown ones with `by_paths`."""
+        found: dict[str, Record] = {}
+        for marks, chunk in linkmod.in_chunks(paths):
+            for (path, mtime_ns, size, kind, id_, status, created, last_used, use_count, strength, memory_type,
+                 pinned, agent, props) in self.db.execute(f"SELECT {_RANK_SELECT} FROM notes WHERE path IN ({marks})",
+                                                          chunk):
+                found[path] = Record(path, mtime_ns, size, kind, id_, status, "", "", created, last_used, use_count,
+                                     strength, memory_type, bool(pinned), [], [], None, None, agent,
+                                     json.loads(props) if props and props != "{}" else {}, None)
         return found
 
     def neighbours(self, paths: Sequence[str], span: int = 1) -> list[

@@ -578,6 +578,7 @@ class Index:
 
     def _rebuild_locked(self, progress: Any) -> SyncReport:
         from whoosh import index as windex
+        from whoosh.writing import SegmentWriter
 
         self.dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.dir.with_name("index.building")
@@ -589,16 +590,18 @@ class Index:
         report = SyncReport(rebuilt=True)
         ix = windex.create_in(str(tmp / "whoosh"), _schema())
         db = _connect(tmp / "catalog.sqlite")
-        writer = ix.writer(limitmb=REBUILD_WRITER_MB)
         paths = sorted(on_disk)
-        records = self._read_all(paths, on_disk)
-        iterator = progress(records, len(paths)) if progress and paths else records
+        helpers = self._rebuild_workers(paths, on_disk, tmp)
+        writer = SegmentWriter(ix, limitmb=REBUILD_WRITER_MB // (helpers.workers + 1))
+        mine = helpers.here
+        records = (read_record(self.vault, rel, on_disk[rel]) for rel in mine)
+        iterator = progress(records, len(mine)) if progress and mine else records
         # Streamed: each batch of parsed notes goes to Whoosh, the catalog and the link table
         # and is dropped; links are resolved once at the end, from the table.
         db.execute("PRAGMA synchronous=OFF")  # a building index: a crash just rebuilds it again
         db.execute("BEGIN")
         batch: list[Record] = []
-        added = 0
+        indexed_here = 0
 
         def flush() -> None:
             db.executemany(f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(_COLUMNS))})",
@@ -606,31 +609,51 @@ class Index:
             linkmod.insert_link_rows(db, batch)
             batch.clear()
 
-        for rec in iterator:
-            if rec.error:
-                report.malformed.append((rec.path, rec.error))
-            else:
-                writer.add_document(**_document(rec))
-            batch.append(rec)
-            added += 1
-            if len(batch) >= REBUILD_BATCH:
-                flush()
-        flush()
-        writer.commit()
+        try:
+            for rec in iterator:
+                if rec.error:
+                    report.malformed.append((rec.path, rec.error))
+                else:
+                    writer.add_document(**_document(rec))
+                    indexed_here += 1
+                batch.append(rec)
+                if len(batch) >= REBUILD_BATCH:
+                    flush()
+            flush()
+            # This process's segment is written while the workers finish theirs; then one
+            # generation lists them all (SegmentWriter.commit's steps, with that wait between).
+            own = [writer._finalize_segment()] if writer._added else []
+            if not own:
+                writer._close_segment()
+            segments, indexed_there, malformed = helpers.finish(db)
+        except BaseException:
+            writer.cancel()
+            helpers.stop()
+            db.close()
+            raise
+        writer._commit_toc(own + segments)
+        writer._finish()
+        report.malformed = sorted(report.malformed + malformed)
+        if ix.doc_count_all() != indexed_here + indexed_there:  # never a silent gap in the index
+            db.close()
+            raise RuntimeError(f"rebuild indexed {ix.doc_count_all()} notes, expected "
+                               f"{indexed_here + indexed_there}; run `vaultmem index rebuild` again")
         linkmod.store_links(db, [], [], full=True)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('naive_zone', ?)", (zone_key(self.vault.settings),))
         db.execute("COMMIT")
+        helpers.detach(db)
         db.close()
         self.close()
         if self.dir.exists():
             os.rename(self.dir, old)
         os.rename(tmp, self.dir)
         shutil.rmtree(old, ignore_errors=True)
-        report.added = added
+        report.added = len(paths)
         return report
 
-    def _read_all(self, paths: list[str], on_disk: dict[str, tuple[int, int]]) -> Iterator[Record]:
-        """Parse notes in order; big vaults parse in worker processes while Whoosh indexes here."""
+    def _rebuild_workers(self, paths: list[str], on_disk: dict[str, tuple[int, int]], tmp: Path) -> RebuildWorkers:
+        """Worker processes that take a share of a big rebuild (`RebuildWorkers`); none for a
+        small vault, or when forking is unsafe here and the vault is not big."""
         import threading
 
         from vaultmem.base import portable
@@ -640,22 +663,11 @@ class Index:
         # Linux; elsewhere (macOS, Windows) workers are spawned: fresh interpreters that import
         # this module, worth their start-up only on a big vault.
         fork = portable.can_fork()
-        self.parse_context = None
         parallel = (len(paths) >= PARALLEL_PARSE_MIN and workers >= 1
                     and (threading.active_count() == 1 or not fork))
-        if not parallel:
-            for rel in paths:
-                yield read_record(self.vault, rel, on_disk[rel])
-            return
-        from concurrent.futures import ProcessPoolExecutor
-
-        chunks = [[(rel, on_disk[rel]) for rel in paths[i:i + 250]] for i in range(0, len(paths), 250)]
-        jobs = ((self.vault.root, self.vault.settings, chunk) for chunk in chunks)
-        context = portable.pool_context()
-        self.parse_context = context.get_start_method()
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            for batch in pool.map(_read_chunk, jobs):
-                yield from batch
+        helpers = RebuildWorkers(self.vault, paths, on_disk, tmp, workers if parallel else 0)
+        self.parse_context = helpers.start_method
+        return helpers
 
     # -- reading ----------------------------------------------------------------------------
     def get(self, path: str) -> Record | None:
@@ -895,10 +907,140 @@ def _stemmer() -> Callable[[Any], str]:
 PARALLEL_PARSE_MIN = 3000
 
 
-def _read_chunk(job: tuple[Path, Any, list[tuple[str, tuple[int, int]]]]) -> list[Record]:
-    root, settings, items = job
-    vault = Vault(root, settings)
-    return [read_record(vault, rel, fp) for rel, fp in items]
+class RebuildWorkers:
+    """Worker processes that each rebuild a share of the notes, as the main process does
+    with the rest: parse, index into a Whoosh segment of their own, and write catalog, link
+    and alias rows into a SQLite file of their own. `finish` waits for them, copies their
+    rows into the main catalog and returns their segments, which the main process lists in
+    the new index's one generation. Nothing crosses between processes but the paths to
+    read and, at the end, a segment object and the malformed notes, so the work divides
+    evenly: each process takes an equal slice. A worker that fails raises here rather than
+    leave notes out."""
+
+    def __init__(self, vault: Vault, paths: list[str], on_disk: dict[str, tuple[int, int]], tmp: Path,
+                 workers: int) -> None:
+        self.workers = workers
+        self.start_method: str | None = None
+        self.here = paths
+        self._conns: list[Any] = []
+        self._procs: list[Any] = []
+        self._dbs: list[Path] = []
+        self._attached: list[str] = []
+        if not workers:
+            return
+        from vaultmem.base import portable
+
+        context = portable.pool_context()
+        self.start_method = context.get_start_method()
+        # Contiguous slices in path order, this process's first: the generation lists the
+        # segments in that order, so document numbers follow paths as in a serial rebuild
+        # (search breaks exact ties by document number).
+        bounds = [len(paths) * k // (workers + 1) for k in range(workers + 2)]
+        self.here = paths[:bounds[1]]
+        shares = [[(rel, on_disk[rel]) for rel in paths[bounds[k + 1]:bounds[k + 2]]] for k in range(workers)]
+        limitmb = REBUILD_WRITER_MB // (workers + 1)
+        for k, share in enumerate(shares):
+            db_path = tmp / f"worker-{k}.sqlite"
+            here, there = context.Pipe(duplex=False)
+            proc = context.Process(target=_rebuild_worker, daemon=True, args=(
+                there, vault.root, vault.settings, share, str(tmp / "whoosh"), str(db_path), limitmb))
+            proc.start()
+            there.close()
+            self._conns.append(here)
+            self._procs.append(proc)
+            self._dbs.append(db_path)
+
+    def finish(self, db: Any) -> tuple[list[Any], int, list[tuple[str, str]]]:
+        """Wait for the workers; their catalog rows go into `db` (in the caller's transaction).
+        Returns their segments, how many notes those hold, and the malformed notes they met."""
+        segments: list[Any] = []
+        count = 0
+        malformed: list[tuple[str, str]] = []
+        try:
+            for conn, db_path in zip(self._conns, self._dbs, strict=True):
+                try:
+                    kind, *value = conn.recv()
+                except EOFError:
+                    raise RuntimeError("a rebuild worker process ended unexpectedly; "
+                                       "run `vaultmem index rebuild` again") from None
+                if kind == "error":
+                    raise RuntimeError(f"a rebuild worker failed: {value[0]}")
+                segment, bad = value
+                if segment is not None:
+                    segments.append(segment)
+                    count += segment.doc_count_all()
+                malformed += bad
+                name = f"worker{len(self._attached)}"  # detached after the caller's COMMIT (`detach`)
+                db.execute(f"ATTACH DATABASE ? AS {name}", (str(db_path),))
+                self._attached.append(name)
+                db.execute(f"INSERT OR REPLACE INTO main.notes SELECT * FROM {name}.notes")
+                db.execute(f"INSERT INTO main.links ({_LINK_COLUMNS}) SELECT {_LINK_COLUMNS} FROM {name}.links")
+                db.execute(f"INSERT OR IGNORE INTO main.aliases SELECT * FROM {name}.aliases")
+        finally:
+            self.stop()
+        return segments, count, malformed
+
+    def detach(self, db: Any) -> None:
+        """Detach the workers' catalogs (after the COMMIT) and remove them."""
+        for name in self._attached:
+            db.execute(f"DETACH DATABASE {name}")
+        self._attached = []
+        for db_path in self._dbs:
+            with contextlib.suppress(OSError):
+                db_path.unlink()
+
+    def stop(self) -> None:
+        for conn in self._conns:
+            conn.close()
+        for proc in self._procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        self._conns, self._procs = [], []
+
+
+_LINK_COLUMNS = "src, pos, target, target_key, subpath, alias, embed, type, strength, meta, line"
+
+
+def _rebuild_worker(conn: Any, root: Path, settings: Any, share: list[tuple[str, tuple[int, int]]],
+                    whoosh_dir: str, db_path: str, limitmb: int) -> None:
+    """One `RebuildWorkers` worker: its share of the notes parsed, indexed into a segment of
+    its own and written to a catalog of its own; sends ("done", segment or None, malformed)."""
+    from whoosh import index as windex
+    from whoosh.writing import SegmentWriter
+
+    try:
+        vault = Vault(root, settings)
+        writer = SegmentWriter(windex.open_dir(whoosh_dir), _lk=False, limitmb=limitmb)
+        db = _connect(Path(db_path))
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute("BEGIN")
+        malformed = []
+        for start in range(0, len(share), REBUILD_BATCH):
+            batch = [read_record(vault, rel, fp) for rel, fp in share[start:start + REBUILD_BATCH]]
+            for rec in batch:
+                if rec.error:
+                    malformed.append((rec.path, rec.error))
+                else:
+                    writer.add_document(**_document(rec))
+            db.executemany(f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(_COLUMNS))})",
+                           [r.row() for r in batch])
+            linkmod.insert_link_rows(db, batch)
+        db.execute("COMMIT")
+        db.close()
+        # The files written; the parent's TOC lists the segment. Not writer._finish(): that
+        # would remove the temporary folder the parent's writer shares.
+        segment = writer._finalize_segment() if writer._added else None
+        if segment is None:
+            writer._close_segment()
+        conn.send(("done", segment, malformed))
+    except Exception as exc:  # reported to the parent, which stops the rebuild
+        import traceback
+
+        conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"))
+    finally:
+        conn.close()
 
 
 def zone_key(settings: Any) -> str:

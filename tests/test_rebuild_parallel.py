@@ -1,0 +1,101 @@
+"""A big rebuild shared between this process and worker processes (`RebuildWorkers`): the
+same catalog, links, aliases, postings and document order as a rebuild done here alone,
+forked or spawned, and a worker that fails stops the rebuild without touching the index."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+import vaultmem.storage.index as index_module
+from vaultmem.base.portable import ENV as RULES
+from vaultmem.store import MemoryStore
+
+WORDS = ["deploy", "budget", "tango", "redis", "lisbon", "invoice", "kafka", "garden", "piano", "ferry"]
+
+
+def big_vault(tmp_path: Path) -> Path:
+    """The sample vault (memories, a person's notes with links, a malformed note) and 120
+    memories besides, a few linking to each other and to the person's notes by name and path."""
+    vault = tmp_path / "v"
+    shutil.copytree(FIXTURES / "sample-vault", vault)
+    stm = vault / "memory" / "stm"
+    for n in range(120):
+        words = " ".join(WORDS[(n * k) % len(WORDS)] for k in (1, 3, 7))
+        link = f"\n\nSee [[m{n - 1:03d}]] and [Apollo](../../Projects/Apollo.md)." if n % 10 == 0 and n else ""
+        (stm / f"m{n:03d}.md").write_text(
+            f"---\nid: {n:08x}-0000-4000-8000-000000000000\ncreated: 2026-11-{1 + n % 20:02d}T10:00:00Z\n"
+            f"last_used: 2026-11-{1 + n % 20:02d}T10:00:00Z\nuse_count: {n % 4}\nstrength: 1.0\nstatus: active\n"
+            f"aliases: [alias-{n}]\ntags: [{WORDS[n % 10]}]\n---\nNote {n} about {words}.{link}\n",
+            encoding="utf-8")
+    (stm / "m050.md").write_text("---\nid: [unclosed\n---\nbroken\n", encoding="utf-8")  # in a worker's slice
+    return vault
+
+
+def snapshot(store: MemoryStore) -> dict[str, object]:
+    ix = store.index
+    db = ix.db
+    searcher = ix._searcher()
+    return {
+        "notes": sorted(db.execute("SELECT * FROM notes").fetchall()),
+        "links": sorted(db.execute("SELECT src, pos, target, target_key, subpath, alias, embed, type, strength,"
+                                   " meta, line, dst FROM links").fetchall(), key=repr),
+        "aliases": sorted(db.execute("SELECT * FROM aliases").fetchall()),
+        # document numbers in path order, as a serial rebuild leaves them (ties break by them)
+        "docs": [fields["path"] for _doc, fields in sorted(searcher.iter_docs())],
+        "hits": [ix.search(w, kinds=("memory",), statuses=None, limit=100)[0] for w in WORDS],
+    }
+
+
+@pytest.mark.parametrize("rules", ["", "no-fork"])
+def test_a_shared_rebuild_equals_one_done_alone(tmp_path, monkeypatch, rules):
+    vault = big_vault(tmp_path)
+    store = MemoryStore(vault)
+    alone = store.rebuild_index()
+    assert store.index.parse_context is None
+    expected = snapshot(store)
+    monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)  # two workers and this process: three slices
+    monkeypatch.setenv(RULES, rules)
+    shared = store.rebuild_index()
+    assert store.index.parse_context == ("spawn" if rules else "fork")
+    assert shared == alone
+    assert [m["path"] for m in shared["malformed"]] == ["memory/stm/broken-yaml-note-0badc0de.md",
+                                                        "memory/stm/m050.md"]
+    got = snapshot(store)
+    assert len(store.index._searcher().reader().leaf_readers()) == 3
+    for key in expected:
+        assert got[key] == expected[key], key
+    assert not [p for p in (vault / ".vaultmem").rglob("worker-*")]  # the workers' catalogs are gone
+    assert store.backlinks("00000009-0000-4000-8000-000000000000")["count"] == 1
+    store.close()
+
+
+def test_a_failing_worker_stops_the_rebuild_and_keeps_the_index(tmp_path, monkeypatch):
+    vault = big_vault(tmp_path)
+    store = MemoryStore(vault)
+    store.rebuild_index()
+    before = snapshot(store)
+    files = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".vaultmem" not in p.parts}
+    real = index_module.read_record
+
+    def failing(vault_, rel, fingerprint):
+        if rel == "memory/stm/m100.md":
+            raise MemoryError("out of memory")
+        return real(vault_, rel, fingerprint)
+
+    monkeypatch.setattr(index_module, "read_record", failing)  # forked workers inherit it
+    monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    with pytest.raises(RuntimeError, match=r"^a rebuild worker failed: MemoryError: out of memory"):
+        store.rebuild_index()
+    monkeypatch.setattr(index_module, "read_record", real)
+    store.close()
+    store = MemoryStore(vault)
+    assert snapshot(store) == before
+    assert {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".vaultmem" not in p.parts} == files
+    store.close()

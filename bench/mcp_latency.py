@@ -3,6 +3,10 @@ bench_core's corpus (the one `bench_core.py`'s in-process figures use), and the 
 after the searches.
 
     python bench/mcp_latency.py --n 10000 --searches 200
+
+With `vaultmem watch` running for the vault (`--keep DIR` builds one to start it on, `--vault
+DIR` measures it), the watcher serves the session and both processes' RSS are printed;
+VAULTMEM_MCP_HOST=off measures the session served by `vaultmem mcp` itself.
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import TOPICS, build_vault  # noqa: E402
 
 
-def server_rss_mb(vault: Path) -> float | None:
-    """VmRSS of the `vaultmem mcp` process serving `vault` (Linux /proc)."""
+def server_rss_mb(vault: Path, command: bytes = b"mcp") -> float | None:
+    """VmRSS of the `vaultmem mcp` process serving `vault` (Linux /proc); with command=b"watch",
+    of the vault's watcher (which serves the session when it runs: mcp/host.py)."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"mcp" in cmd and str(vault).encode() in cmd:
+            if command in cmd and str(vault).encode() in cmd:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
                         return int(line.split()[1]) / 1024
@@ -42,7 +47,7 @@ async def run(vault: Path, searches: int) -> dict[str, float]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH")}
+    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH", "VAULTMEM_MCP_HOST")}
     env["VAULTMEM_EMBEDDINGS"] = "off"
     params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
                                    env=env)
@@ -67,6 +72,9 @@ async def run(vault: Path, searches: int) -> dict[str, float]:
                 out["search median ms"] = 1000 * statistics.median(times)
                 out["search p95 ms"] = 1000 * times[int(0.95 * (len(times) - 1))]
                 out["server RSS MB"] = server_rss_mb(vault) or float("nan")
+                watcher = server_rss_mb(vault, b"watch")
+                if watcher is not None:  # the watcher served the session; `vaultmem mcp` only waited
+                    out["watcher RSS MB"] = watcher
     return out
 
 

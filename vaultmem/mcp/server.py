@@ -214,40 +214,12 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
 
     class VaultServer(MCPServer):
         async def run_stdio_async(self) -> None:
-            """The SDK's stdio loop, answering a line that is not JSON with JSON-RPC's parse
-            error (-32700) and JSON that is no JSON-RPC message with -32600 (id null), where
-            the SDK stays silent."""
-            import anyio
-            from mcp.server.stdio import stdio_server
-            from mcp.shared._context_streams import create_context_streams
-            from mcp.shared.message import SessionMessage
-            from mcp_types.jsonrpc import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
-
+            """The SDK's stdio loop over the event loop's pipe transports where it can
+            (`stdio.pipe_streams`), answering malformed lines (`serve_session`)."""
             from vaultmem.mcp.stdio import pipe_streams
 
-            async with pipe_streams() as pipes, stdio_server(*(pipes or (None, None))) as (read_stream, write_stream):
-                forward, incoming = create_context_streams[SessionMessage | Exception](0)
-
-                async def pump() -> None:
-                    async with forward:
-                        async for item in read_stream:
-                            if isinstance(item, Exception):
-                                errors: list[dict[str, Any]] = getattr(item, "errors", lambda: [])()
-                                if any(e.get("type") == "json_invalid" for e in errors):
-                                    error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
-                                else:
-                                    error = ErrorData(code=INVALID_REQUEST,
-                                                      message="Invalid Request: the JSON is not a JSON-RPC 2.0 message")
-                                log.info("answered a malformed message with %d", error.code)
-                                await write_stream.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error)))
-                                continue
-                            await forward.send(item)
-
-                async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(pump)
-                    await self._lowlevel_server.run(incoming, write_stream,
-                                                    self._lowlevel_server.create_initialization_options())
-                    tasks.cancel_scope.cancel()
+            async with pipe_streams() as pipes:
+                await serve_session(self, *(pipes or (None, None)))
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             """Schema violations come back as one line that names the parameter, never the
@@ -317,6 +289,42 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
     return server
 
 
+async def serve_session(server: Any, lines: Any = None, replies: Any = None) -> None:
+    """One MCP session of `server` over `lines`/`replies` (`stdio.Lines`/`Replies`; None: the
+    SDK's own threaded stdin and stdout), until the client closes its end. A line that is not
+    JSON is answered with JSON-RPC's parse error (-32700) and JSON that is no JSON-RPC message
+    with -32600 (id null), where the SDK stays silent."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+    from mcp_types.jsonrpc import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+
+    async with stdio_server(lines, replies) as (read_stream, write_stream):
+        forward, incoming = create_context_streams[SessionMessage | Exception](0)
+
+        async def pump() -> None:
+            async with forward:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        errors: list[dict[str, Any]] = getattr(item, "errors", lambda: [])()
+                        if any(e.get("type") == "json_invalid" for e in errors):
+                            error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
+                        else:
+                            error = ErrorData(code=INVALID_REQUEST,
+                                              message="Invalid Request: the JSON is not a JSON-RPC 2.0 message")
+                        log.info("answered a malformed message with %d", error.code)
+                        await write_stream.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+                        continue
+                    await forward.send(item)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(pump)
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(incoming, write_stream, lowlevel.create_initialization_options())
+            tasks.cancel_scope.cancel()
+
+
 def configure_logging(level: int = logging.INFO) -> None:
     """Logs go to stderr: stdout carries only protocol frames."""
     handler = logging.StreamHandler(sys.stderr)
@@ -334,6 +342,9 @@ def serve(store: MemoryStore, *, read_only: bool = False, profile: str = "all") 
     store.freshness_ttl = 1.0
     store.long_lived = True  # embeddings (when installed) load once here: hybrid by default
     server = build_server(store, read_only=read_only, profile=profile)
+    import gc
+
+    gc.freeze()  # the SDK's and the tools' objects live as long as the process: no collection walks them
     tools = sorted(spec.name for spec in registered(read_only, profile))
     log.info("vaultmem %s serving %s over stdio%s: %s", __version__, store.vault.root,
              " (read-only)" if read_only else "", ", ".join(tools))

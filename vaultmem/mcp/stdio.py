@@ -72,34 +72,45 @@ async def pipe_streams() -> AsyncIterator[tuple[Lines, Replies] | None]:
         return
     import fcntl
 
-    loop = asyncio.get_running_loop()
     wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
+    try:
+        async with fd_streams(wire_in, wire_out) as streams:
+            yield streams
+    finally:
+        # The wire goes back to fds 0 and 1, blocking again (its file description is shared
+        # with them); fd_streams closed the private copies.
+        for fd, wire in ((0, wire_in), (1, wire_out)):
+            with contextlib.suppress(OSError):
+                os.dup2(wire, fd)
+                os.set_blocking(fd, True)
+            with contextlib.suppress(OSError):
+                os.close(wire)
+
+
+@contextlib.asynccontextmanager
+async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[tuple[Lines, Replies]]:
+    """(lines, replies) over two pipe or socket descriptors, served by the running loop's pipe
+    transports; the descriptors are duplicated, so the caller still owns (and closes) its own."""
+    loop = asyncio.get_running_loop()
     transports: list[Any] = []
     try:
         # A frame is one line however long (a save's content, escaped): no line limit.
         reader = asyncio.StreamReader(limit=2**31, loop=loop)
         read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(wire_in, "rb", buffering=0))
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(os.dup(in_fd), "rb", buffering=0))
         transports.append(read_transport)
         write_transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(wire_out, "wb", buffering=0))
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(os.dup(out_fd), "wb", buffering=0))
         transports.append(write_transport)
         writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
         yield Lines(reader), Replies(writer)
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
     finally:
-        # The wire goes back to fds 0 and 1, blocking again (its file description is shared
-        # with them), before the transports close their private copies.
-        for fd, wire in ((0, wire_in), (1, wire_out)):
-            with contextlib.suppress(OSError):
-                os.dup2(wire, fd)
-                os.set_blocking(fd, True)
-        for transport in transports:  # each closes its private descriptor
+        for transport in transports:  # each closes its duplicate
             transport.close()
-        for wire in (wire_in, wire_out)[len(transports):]:  # those no transport took
-            with contextlib.suppress(OSError):
-                os.close(wire)

@@ -1,0 +1,304 @@
+"""A running `vaultmem watch` serves the vault's MCP sessions; `vaultmem mcp` hands it its stdin and stdout.
+
+Every MCP client starts its own `vaultmem mcp`, and each would import the MCP SDK (0.45 s and
+about 55 MB here: docs/performance.md) and open the index before it answers `initialize`.
+A watcher started with `vaultmem watch --mcp-host` already has the index open and keeps the
+SDK loaded (it imports it once, in the background, when it starts). So `vaultmem mcp` first
+asks such a watcher over a Unix socket to take its session: it passes its stdin and stdout descriptors
+along (`SCM_RIGHTS`), and the watcher serves the client's pipes directly, with the same tools,
+profile, read-only mode and agent, so nothing is relayed and no frame differs. The
+`vaultmem mcp` process then only waits (about 15 MB) until the watcher says the session is
+over, because the client watches that process. If no watcher answers, it refuses (another
+environment: `VAULTMEM_*` settings that differ), or the platform has no descriptor passing
+(Windows), `vaultmem mcp` serves the session itself as before; `vaultmem mcp --in-process`
+or `VAULTMEM_MCP_HOST=off` always does. Hosting is opt-in because stopping or restarting
+the watcher (an upgrade) ends the sessions it serves: the client reconnects.
+
+The socket is `$XDG_RUNTIME_DIR/vaultmem-<uid>/<vault digest>.sock` (else the temp folder), in a
+folder only this user can open; a folder that is not this user's, or that others can open, is
+never used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import socket
+import stat
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("vaultmem.mcp.host")
+
+PROTOCOL = 1
+HELLO_TIMEOUT = 5.0
+# Not part of the environment compared below: the vault and agent are the session's own.
+_SESSION_KEYS = ("VAULTMEM_VAULT", "VAULTMEM_AGENT", "VAULTMEM_MCP_HOST")
+
+
+def enabled() -> bool:
+    """Whether sessions can be handed over here: descriptor passing exists (not Windows), and
+    `VAULTMEM_MCP_HOST` does not say off."""
+    from vaultmem.base import portable
+
+    return (hasattr(socket, "send_fds") and hasattr(socket, "AF_UNIX") and portable.has_fcntl()
+            and os.environ.get("VAULTMEM_MCP_HOST", "").lower() not in ("off", "0", "no", "false"))
+
+
+def _folder() -> Path:
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / f"vaultmem-{os.getuid()}"
+
+
+def socket_path(root: Path) -> Path:
+    """Where the watcher of the vault at `root` listens."""
+    digest = hashlib.sha256(os.fsencode(Path(root).resolve())).hexdigest()[:24]
+    return _folder() / f"{digest}.sock"
+
+
+def _private_folder(create: bool) -> Path | None:
+    """The socket folder, only if it is this user's and nobody else can open it."""
+    folder = _folder()
+    if create:
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        log.warning("not using %s for MCP sessions: it must be a folder of this user's that only "
+                    "this user can open (chmod 700)", folder)
+        return None
+    return folder
+
+
+def _environment() -> dict[str, str]:
+    """What a session's behaviour depends on besides the vault's config file: every setting
+    from the environment (`VAULTMEM_*`, CortexGraph's names), the clock's override and the
+    zone. The watcher serves a session only when the client's are its own."""
+    from vaultmem.base.config import ENV_ALIASES
+
+    return {k: v for k, v in os.environ.items()
+            if (k.startswith("VAULTMEM_") and k not in _SESSION_KEYS) or k in ENV_ALIASES or k == "TZ"}
+
+
+# -- the client side: `vaultmem mcp` --------------------------------------------------------------
+
+
+def hand_over(root: Path, *, read_only: bool, profile: str | None, agent: str | None) -> int | None:
+    """Have the vault's watcher serve this process's MCP session on its stdin and stdout.
+
+    Returns the exit status once the watcher has finished the session (0; 1 if the watcher
+    went away in the middle), or None when no watcher takes it: serve it here then."""
+    if not enabled() or _private_folder(create=False) is None:
+        return None
+    path = socket_path(root)
+    if not path.exists():
+        return None
+    ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        ctl.settimeout(HELLO_TIMEOUT)
+        ctl.connect(os.fspath(path))
+        hello = {"v": PROTOCOL, "read_only": read_only, "profile": profile, "agent": agent, "env": _environment()}
+        socket.send_fds(ctl, [json.dumps(hello).encode() + b"\n"], [0, 1])
+        answer = json.loads(_read_line(ctl) or b"{}")
+    except (OSError, ValueError):
+        ctl.close()
+        return None
+    if not answer.get("ok"):
+        log.info("the watcher did not take the session (%s); serving it here", answer.get("reason", "no answer"))
+        ctl.close()
+        return None
+    # The watcher serves the client's pipes now. This process lets go of them (the client
+    # then sees the end of the session when the watcher closes them) and waits.
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    os.close(null)
+    ctl.settimeout(None)
+    try:
+        end = _read_line(ctl)
+    except OSError:
+        end = None
+    ctl.close()
+    if end and json.loads(end).get("done"):
+        return 0
+    print("vaultmem: the watcher serving this MCP session stopped; the client will start a new session",
+          file=sys.stderr)
+    return 1
+
+
+def _read_line(sock: socket.socket) -> bytes | None:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(4096)
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+# -- the watcher side ---------------------------------------------------------------------------
+
+
+class Host:
+    """MCP sessions served in the watcher's process: a thread accepts hand-overs on the socket,
+    another runs every session in one event loop, each tool call in the agent's `Bridge`
+    thread (one store per agent, long-lived like `vaultmem mcp`'s)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.path = socket_path(self.root)
+        self.live_fds: set[int] = set()  # the clients' pipes being served (closed in forked children)
+        self._listener: socket.socket | None = None
+        self._loop: Any = None
+        self._ready = threading.Event()
+        self._stopping = False
+        self._servers: dict[tuple[bool, str, str | None], Any] = {}
+        self._building = threading.Lock()
+        self._bridges: dict[str | None, Any] = {}
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> bool:
+        """Listen on the socket and warm the SDK in the background; False where this is off."""
+        if not enabled() or _private_folder(create=True) is None:
+            return False
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # one watcher per vault (its instance lock): this one is stale
+        listener.bind(os.fspath(self.path))
+        os.chmod(self.path, 0o600)
+        listener.listen(16)
+        self._listener = listener
+        for target, name in ((self._run_loop, "vaultmem-mcp-sessions"), (self._accept, "vaultmem-mcp-accept")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        log.info("serving MCP sessions handed over on %s", self.path)
+        return True
+
+    def stop(self) -> None:
+        """Stop accepting; sessions in progress end with the process."""
+        self._stopping = True
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        for bridge in self._bridges.values():
+            with contextlib.suppress(Exception):
+                bridge.close()
+
+    # -- threads ---------------------------------------------------------------------------
+    def _run_loop(self) -> None:
+        import asyncio
+
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            self._server_for(False, None, None)  # the SDK imported and the default tools built now
+        except Exception:  # noqa: BLE001 - reported; hand-overs are refused and served by the client
+            log.exception("could not prepare the MCP server; sessions are served by `vaultmem mcp` itself")
+            return
+        self._ready.set()
+        loop.run_forever()
+
+    def _accept(self) -> None:
+        import asyncio
+
+        assert self._listener is not None
+        while not self._stopping:
+            try:
+                ctl, _ = self._listener.accept()
+            except OSError:
+                return
+            fds: list[int] = []
+            try:
+                ctl.settimeout(HELLO_TIMEOUT)
+                message, fds, _flags, _addr = socket.recv_fds(ctl, 65536, 2)
+                hello = json.loads(message)
+                reason = self._refusal(hello, fds)
+                if reason:
+                    ctl.sendall(json.dumps({"ok": False, "reason": reason}).encode() + b"\n")
+                    raise ValueError(reason)
+                server = self._server_for(bool(hello["read_only"]), hello["profile"], hello["agent"])
+                ctl.sendall(b'{"ok": true}\n')
+                ctl.settimeout(None)
+                self.live_fds.update(fds)
+                asyncio.run_coroutine_threadsafe(self._session(server, fds, ctl), self._loop)
+            except Exception as exc:  # noqa: BLE001 - a refused or broken hand-over: the client serves itself
+                log.info("MCP hand-over not taken: %s", exc)
+                for fd in fds:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                ctl.close()
+
+    def _refusal(self, hello: Any, fds: list[int]) -> str | None:
+        if not isinstance(hello, dict) or hello.get("v") != PROTOCOL or len(fds) != 2:
+            return "another vaultmem version"
+        if not self._ready.wait(timeout=30):
+            return "the watcher's MCP server is not ready"
+        if hello.get("env") != _environment():
+            return "different VAULTMEM_* environment"
+        from vaultmem.mcp.server import PROFILES
+
+        if hello.get("profile") not in (None, *PROFILES) or not isinstance(hello.get("read_only"), bool) or not (
+                hello.get("agent") is None or isinstance(hello.get("agent"), str)):
+            return "invalid options"
+        return None
+
+    def _server_for(self, read_only: bool, profile: str | None, agent: str | None) -> Any:
+        """The MCP server for these options, built once (the first build imports the SDK)."""
+        with self._building:
+            return self._build(read_only, profile, agent)
+
+    def _build(self, read_only: bool, profile: str | None, agent: str | None) -> Any:
+        from vaultmem.mcp.server import Bridge, build_server
+
+        bridge = self._bridges.get(agent)
+        if bridge is None:
+            from vaultmem.base.config import load_settings
+            from vaultmem.base.timeutil import env_clock
+            from vaultmem.store import MemoryStore
+
+            store = MemoryStore(self.root, settings=load_settings(self.root), clock=env_clock())
+            store.agent = agent
+            store.freshness_ttl = 1.0  # as `vaultmem mcp` (server.serve)
+            store.long_lived = True
+            store.trust_watcher = True  # this process's watcher vouches for the index (a fence, no scan)
+            bridge = self._bridges[agent] = Bridge(store)
+        profile = profile or bridge.raw_store.settings.mcp_tools
+        key = (read_only, profile, agent)
+        if key not in self._servers:
+            self._servers[key] = build_server(bridge.raw_store, read_only=read_only, bridge=bridge, profile=profile)
+        return self._servers[key]
+
+    async def _session(self, server: Any, fds: list[int], ctl: socket.socket) -> None:
+        from vaultmem.mcp.server import serve_session
+        from vaultmem.mcp.stdio import fd_streams
+
+        log.info("MCP session handed over (%d open)", len(self.live_fds) // 2)
+        try:
+            async with fd_streams(fds[0], fds[1]) as (lines, replies):
+                await serve_session(server, lines, replies)
+        except Exception:  # noqa: BLE001 - one session's failure never stops the watcher
+            log.exception("an MCP session failed")
+        finally:
+            for fd in fds:
+                self.live_fds.discard(fd)
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            with contextlib.suppress(OSError):
+                ctl.sendall(b'{"done": true}\n')
+            ctl.close()
+            log.info("MCP session ended")

@@ -260,8 +260,11 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
             lengths = _lengths(reader, field, cache)
             if isinstance(lengths, tuple):  # whoosh3: length bytes and their decoding table
                 raw, decoded = lengths
-                # Any: entry 0 is None, a length byte no posting carries (see _lengths)
-                table: list[Any] = [None if n is None else k1 * ((1 - b) + b * n / avgfl) for n in decoded]
+                key = ("norms", id(reader), field, avgfl, b, k1)  # built once per reader and field
+                table: list[Any] = cache.get(key) or []
+                if not table:
+                    # Any: entry 0 is None, a length byte no posting carries (see _lengths)
+                    table = cache[key] = [None if n is None else k1 * ((1 - b) + b * n / avgfl) for n in decoded]
             else:  # another release: a per-document accessor
                 raw, length = None, lengths
             for ids, weights in _blocks(matcher):

@@ -15,6 +15,7 @@ import datetime as dt
 import functools
 import heapq
 import json
+import operator
 import os
 import re
 import shutil
@@ -718,11 +719,17 @@ class Index:
         after it (not at the same instant: those have no order), as (path, created), nearest
         first (ties by path); soft-deleted memories are gone from their episode. One statement."""
         out = []
+        loads, by_time = json.loads, operator.itemgetter(1, 0)
         for path, created, before, after in self.db.execute(
                 _NEIGHBOURS, {"paths": json.dumps(list(paths)), "span": span}):
-            out.append((path, created,
-                        sorted(map(tuple, json.loads(before)), key=lambda x: (x[1], x[0]), reverse=True),
-                        sorted(map(tuple, json.loads(after)), key=lambda x: (x[1], x[0]))))
+            # each side comes out of an ORDER BY; sorted again, since an aggregate's order is not promised
+            earlier = [tuple(x) for x in loads(before)]
+            later = [tuple(x) for x in loads(after)]
+            if len(earlier) > 1:
+                earlier.sort(key=by_time, reverse=True)
+            if len(later) > 1:
+                later.sort(key=by_time)
+            out.append((path, created, earlier, later))
         return out
 
     def has_conflict_copies(self) -> bool:

@@ -430,3 +430,20 @@ def test_both_stdio_transports_answer_alike(vault_path, tmp_path):
         return text
 
     assert [strip(m) for m in piped] == [strip(m) for m in threaded]
+
+
+def test_an_agent_session_saves_under_its_agent_and_sees_its_private_memory(vault_path, tmp_path):
+    """`vaultmem mcp --agent alpha`: save_memory records `agent: alpha`, so alpha finds its own
+    private memory and beta never does (the note used to carry no agent: alpha lost it too)."""
+    async def save(s: Any, _init: Any) -> Any:
+        return data(await s.call_tool("save_memory", {"content": "My private ferry timetable",
+                                                      "meta": {"private": True}}))
+
+    async def search(s: Any, _init: Any) -> Any:
+        return [r["id"] for r in data(await s.call_tool("search_memory", {"query": "ferry timetable"}))["results"]]
+
+    saved = session_run(vault_path, save, "--agent", "alpha", errlog=tmp_path / "e1")
+    assert "\nagent: alpha\n" in (vault_path / saved["path"]).read_text(encoding="utf-8")
+    assert session_run(vault_path, search, "--agent", "alpha", errlog=tmp_path / "e2") == [saved["memory_id"]]
+    assert session_run(vault_path, search, "--agent", "beta", errlog=tmp_path / "e3") == []
+    assert session_run(vault_path, search, errlog=tmp_path / "e4") == [saved["memory_id"]]

@@ -253,7 +253,7 @@ class Memories:
             id=str(uuid.uuid4()), content=content, created=now, last_used=now, use_count=0,
             strength=1.0 if strength is None else round(float(strength), 3), status="active",
             tags=tags, entities=list(entities or []), source=source or None, context=context or None,
-            memory_type=memory_type, agent=agent, meta=meta,
+            memory_type=memory_type, agent=self._agent(agent), meta=meta,  # the session's agent by default
         )
         text = notes.render_note(self.template("memory"), memory)
         folder = self.settings.stm_dir.strip("/")

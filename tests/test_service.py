@@ -90,3 +90,19 @@ def test_service_command_writes_the_file_and_prints_the_install_commands(runner,
     assert nowhere.exit_code == 1
     assert nowhere.output == (f"Error: cannot write {tmp_path / 'missing/svc.file'}: No such file or directory; "
                               "pass --out with a folder you can write to\n")
+
+
+def test_the_service_can_serve_mcp_sessions_on_linux_and_macos(runner, vault_path, tmp_path, monkeypatch):
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.read_string(service.render("linux", "/opt/vm/bin/vaultmem", "/home/ana/v", "/home/ana", "ana", mcp_host=True))
+    assert unit["Service"]["ExecStart"] == "/opt/vm/bin/vaultmem watch --vault /home/ana/v --mcp-host"
+    plist = plistlib.loads(service.render("macos", "/Users/ana/.local/bin/vaultmem", "/Users/ana/v", "/Users/ana",
+                                          "ana", mcp_host=True).encode())
+    assert plist["ProgramArguments"] == ["/Users/ana/.local/bin/vaultmem", "watch", "--vault", "/Users/ana/v",
+                                         "--mcp-host"]
+    monkeypatch.chdir(tmp_path)
+    refused = invoke(runner, "service", "--platform", "windows", "--mcp-host")
+    assert refused.exit_code == 1
+    assert refused.output == ("Error: --mcp-host needs a platform that passes descriptors between processes "
+                              "(linux, macos); on Windows each `vaultmem mcp` serves its own session\n")
+    assert not (tmp_path / "vaultmem-watch.xml").exists()

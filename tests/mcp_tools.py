@@ -13,3 +13,14 @@ READING = {
     "memory_block_get", "memory_toma",
 }
 ALL_TOOLS = WRITING | READING
+
+
+# A raw session's first frames and one tool call that fails (no such memory), for tests that
+# drive `vaultmem mcp` over pipes without the SDK's client.
+RAW_REQUESTS = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "touch_memory",
+                                                                  "arguments": {"memory_id": "deadbeef"}}},
+]

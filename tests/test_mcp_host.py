@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_tools import RAW_REQUESTS
 
 from vaultmem.mcp import host
 
@@ -158,13 +159,7 @@ def test_stopping_the_watcher_leaves_no_socket_and_mcp_serves_itself(vault_path,
 
 
 def test_raw_frames_through_the_watcher_match_a_session_served_here(vault_path, watcher):
-    requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "touch_memory",
-                                                                      "arguments": {"memory_id": "deadbeef"}}},
-    ]
+    requests = RAW_REQUESTS
 
     def frames(*extra: str) -> tuple[list[Any], str]:
         proc = subprocess.run([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault_path), *extra],

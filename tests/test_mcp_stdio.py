@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import NOW
-from mcp_tools import ALL_TOOLS, WRITING  # noqa: E402
+from mcp_tools import ALL_TOOLS, RAW_REQUESTS, WRITING  # noqa: E402
 
 from vaultmem.mcp.registry import model_text
 
@@ -106,13 +106,7 @@ def test_read_only_server_offers_no_writing_tool(vault_path, tmp_path):
 
 def test_stdout_carries_only_protocol_frames(vault_path):
     """A raw initialize + list over pipes: every stdout line is a JSON-RPC message."""
-    requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "touch_memory",
-                                                                      "arguments": {"memory_id": "deadbeef"}}},
-    ]
+    requests = RAW_REQUESTS
     proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault_path)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = []

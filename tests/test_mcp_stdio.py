@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import NOW
 from mcp_tools import ALL_TOOLS, RAW_REQUESTS, WRITING  # noqa: E402
 
@@ -356,6 +357,7 @@ os.write(1, b"restored\\n")
 """
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no fcntl: the SDK's threaded streams serve there")
 def test_pipe_streams_serve_long_lines_and_give_stdio_back():
     """The event-loop transport: a 300,000-character line arrives whole (asyncio's default
     line limit is 64 KiB), a stray print lands on stderr, and fds 0 and 1 are the pipes again

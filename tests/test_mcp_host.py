@@ -175,3 +175,30 @@ def test_raw_frames_through_the_watcher_match_a_session_served_here(vault_path, 
     assert sorted(by_id, key=str) == [1, 2, None] and by_id[None]["error"]["code"] == -32700
     assert by_id[1]["result"]["serverInfo"]["name"] == "vaultmem"
     assert by_id == {m.get("id"): m for m in here}
+
+
+def test_two_clients_at_once_each_get_their_own_answers(vault_path, watcher):
+    """Two sessions served side by side in the watcher's one event loop: each saves and
+    finds its own memory, in its own options (one of them read-only)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def client(word: str, read_only: bool) -> Any:
+        async def scenario(s: Any) -> Any:
+            if not read_only:
+                await s.call_tool("save_memory", {"content": f"The {word} launch checklist", "tags": [word]})
+            found = []
+            for _ in range(20):
+                found.append([r["content"] for r in data(await s.call_tool("search_memory", {"query": word}))["results"]])
+            return found, {t.name for t in (await s.list_tools()).tools}
+
+        return session(vault_path, scenario, *(["--read-only"] if read_only else []))
+
+    with ThreadPoolExecutor(2) as pool:
+        writer = pool.submit(client, "falcon", False)
+        reader = pool.submit(client, "heron", True)
+        (written, writer_tools), writer_err, _ = writer.result(timeout=120)
+        (read, reader_tools), reader_err, _ = reader.result(timeout=120)
+    assert written == [["The falcon launch checklist"]] * 20
+    assert read == [[]] * 20  # nobody saved a heron
+    assert "save_memory" in writer_tools and "save_memory" not in reader_tools
+    assert "serving" not in writer_err + reader_err

@@ -202,3 +202,27 @@ def test_two_clients_at_once_each_get_their_own_answers(vault_path, watcher):
     assert read == [[]] * 20  # nobody saved a heron
     assert "save_memory" in writer_tools and "save_memory" not in reader_tools
     assert "serving" not in writer_err + reader_err
+
+
+def test_a_stopping_watcher_hands_its_sessions_back(vault_path, watcher):
+    """SIGTERM to the watcher in the middle of a session: the session goes on, served by
+    the client's own `vaultmem mcp` from the next message on, and nothing is lost."""
+    proc, log = watcher
+
+    async def scenario(s: Any) -> Any:
+        first = data(await s.call_tool("save_memory", {"content": "Ferries leave at nine", "tags": ["travel"]}))
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        after = data(await s.call_tool("search_memory", {"query": "ferries"}))
+        second = data(await s.call_tool("save_memory", {"content": "Trains leave at ten", "tags": ["travel"]}))
+        both = data(await s.call_tool("search_memory", {"query": "leave", "tags": ["travel"]}))
+        tools = {t.name for t in (await s.list_tools()).tools}
+        return first, after, second, both, tools
+
+    (first, after, second, both, tools), stderr, _ = session(vault_path, scenario)
+    assert "MCP session handed back to its vaultmem mcp" in log.read_text()
+    assert "serving" in stderr  # `vaultmem mcp` serves the rest
+    assert [r["id"] for r in after["results"]] == [first["memory_id"]]
+    assert sorted(r["id"] for r in both["results"]) == sorted([first["memory_id"], second["memory_id"]])
+    assert "save_memory" in tools
+    assert len(list((vault_path / "memory/stm").iterdir())) == 2

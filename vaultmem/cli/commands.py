@@ -773,7 +773,7 @@ def index_status(vault: str | None, as_json: bool) -> None:
 @click.option("--verbose", "-v", is_flag=True, help="Debug logging: every batch, every skipped path.")
 @click.option("--mcp-host", is_flag=True, envvar="VAULTMEM_MCP_HOST",
               help="Also serve the vault's MCP sessions: `vaultmem mcp` hands this process its stdin and stdout "
-                   "and answers in 0.1 s with 26 MB (Linux, macOS). Stopping the watcher ends those sessions.")
+                   "and answers in 0.1 s with 26 MB (Linux, macOS). Stopping the watcher hands them back; killing it ends them.")
 @vault_option
 @output_options
 @handle_errors
@@ -1016,19 +1016,22 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
     """
     if ctx.invoked_subcommand is not None:
         return
+    resume = None
     if not in_process:
         from vaultmem.base.config import resolve_vault
         from vaultmem.mcp.host import hand_over
 
         status = hand_over(resolve_vault(vault), read_only=read_only, profile=profile, agent=agent or None)
-        if status is not None:  # the watcher served the session
+        if isinstance(status, int):  # the watcher served the session
             ctx.exit(status)
+        resume = status  # None, or the session the stopping watcher gave back: served here from now on
     store = _store(vault, quiet=True)
     store.vault.require()
     store.agent = agent or None
     from vaultmem.mcp.server import serve
 
-    serve(store, read_only=read_only, profile=profile or store.settings.mcp_tools)
+    serve(store, read_only=read_only, profile=profile or store.settings.mcp_tools,
+          resume=resume)
 
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor")

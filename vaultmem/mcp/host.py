@@ -7,12 +7,18 @@ SDK loaded (it imports it once, in the background, when it starts). So `vaultmem
 asks such a watcher over a Unix socket to take its session: it passes its stdin and stdout descriptors
 along (`SCM_RIGHTS`), and the watcher serves the client's pipes directly, with the same tools,
 profile, read-only mode and agent, so nothing is relayed and no frame differs. The
-`vaultmem mcp` process then only waits (about 15 MB) until the watcher says the session is
+`vaultmem mcp` process then only waits (about 26 MB) until the watcher says the session is
 over, because the client watches that process. If no watcher answers, it refuses (another
 environment: `VAULTMEM_*` settings that differ), or the platform has no descriptor passing
 (Windows), `vaultmem mcp` serves the session itself as before; `vaultmem mcp --in-process`
-or `VAULTMEM_MCP_HOST=off` always does. Hosting is opt-in because stopping or restarting
-the watcher (an upgrade) ends the sessions it serves: the client reconnects.
+or `VAULTMEM_MCP_HOST=off` always does.
+
+A watcher that stops (SIGTERM, Ctrl-C: an upgrade, a restart) hands each session back: it
+stops reading between two messages, waits until every request it read is answered, and
+sends the pipes back to the session's `vaultmem mcp` with what it had read but not served
+and the client's `initialize` request; that process then serves the session from there
+(`server.resumed`). A watcher that is killed ends its sessions (the clients reconnect), which
+is why hosting is opt-in.
 
 The socket is `$XDG_RUNTIME_DIR/vaultmem-<uid>/<vault digest>.sock` (else the temp folder), in a
 folder only this user can open; a folder that is not this user's, or that others can open, is
@@ -21,7 +27,9 @@ never used.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -38,6 +46,7 @@ log = logging.getLogger("vaultmem.mcp.host")
 
 PROTOCOL = 1
 HELLO_TIMEOUT = 5.0
+HAND_BACK_WAIT = 30.0  # the longest a stopping watcher waits for a session's answers in flight
 # Not part of the environment compared below: the vault and agent are the session's own.
 _SESSION_KEYS = ("VAULTMEM_VAULT", "VAULTMEM_AGENT", "VAULTMEM_MCP_HOST")
 
@@ -92,11 +101,22 @@ def _environment() -> dict[str, str]:
 # -- the client side: `vaultmem mcp` --------------------------------------------------------------
 
 
-def hand_over(root: Path, *, read_only: bool, profile: str | None, agent: str | None) -> int | None:
+@dataclasses.dataclass
+class Resume:
+    """A session the stopping watcher handed back (`Host.stop`): the client's `initialize`
+    request (None if it had not sent one yet) and what the watcher had read but not served."""
+
+    initialize: str | None
+    unread: bytes
+
+
+def hand_over(root: Path, *, read_only: bool, profile: str | None, agent: str | None) -> int | Resume | None:
     """Have the vault's watcher serve this process's MCP session on its stdin and stdout.
 
     Returns the exit status once the watcher has finished the session (0; 1 if the watcher
-    went away in the middle), or None when no watcher takes it: serve it here then."""
+    went away in the middle), a `Resume` when the watcher stopped and gave the session back
+    (stdin and stdout are the client's pipes again: serve it here, from there), or None when
+    no watcher takes it: serve it here then."""
     if not enabled() or _private_folder(create=False) is None:
         return None
     path = socket_path(root)
@@ -124,15 +144,36 @@ def hand_over(root: Path, *, read_only: bool, profile: str | None, agent: str | 
     os.close(null)
     ctl.settimeout(None)
     try:
-        end = _read_line(ctl)
+        end, fds = _receive(ctl)
     except OSError:
-        end = None
+        end, fds = None, []
     ctl.close()
-    if end and json.loads(end).get("done"):
+    message = json.loads(end) if end else {}
+    if message.get("done"):
         return 0
+    if message.get("resume") and len(fds) == 2:
+        os.dup2(fds[0], 0)
+        os.dup2(fds[1], 1)
+        for fd in fds:
+            os.close(fd)
+        return Resume(message.get("initialize"), base64.b64decode(message.get("buffer") or ""))
+    for fd in fds:
+        os.close(fd)
     print("vaultmem: the watcher serving this MCP session stopped; the client will start a new session",
           file=sys.stderr)
     return 1
+
+
+def _receive(sock: socket.socket) -> tuple[bytes | None, list[int]]:
+    """One line from the watcher, and the descriptors that came with it."""
+    data, fds = b"", []
+    while not data.endswith(b"\n"):
+        chunk, got, _flags, _addr = socket.recv_fds(sock, 1 << 16, 2)
+        fds += got
+        if not chunk:
+            return None, fds
+        data += chunk
+    return data, fds
 
 
 def _read_line(sock: socket.socket) -> bytes | None:
@@ -165,6 +206,7 @@ class Host:
         self._building = threading.Lock()
         self._bridges: dict[str | None, Any] = {}
         self._threads: list[threading.Thread] = []
+        self._sessions: set[Watched] = set()
 
     def start(self) -> bool:
         """Listen on the socket and warm the SDK in the background; False where this is off."""
@@ -185,7 +227,10 @@ class Host:
         return True
 
     def stop(self) -> None:
-        """Stop accepting; sessions in progress end with the process."""
+        """Stop accepting, and hand every session in progress back to its `vaultmem mcp`,
+        which goes on serving it (between two messages: nothing is lost or answered twice)."""
+        import asyncio
+
         self._stopping = True
         if self._listener is not None:
             with contextlib.suppress(OSError):
@@ -193,7 +238,9 @@ class Host:
             self._listener.close()
             with contextlib.suppress(OSError):
                 self.path.unlink()
-        if self._loop is not None:
+        if self._loop is not None and self._loop.is_running():
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(self._hand_back_all(), self._loop).result(timeout=HAND_BACK_WAIT + 5)
             self._loop.call_soon_threadsafe(self._loop.stop)
         for bridge in self._bridges.values():
             with contextlib.suppress(Exception):
@@ -288,17 +335,117 @@ class Host:
         from vaultmem.mcp.stdio import fd_streams
 
         log.info("MCP session handed over (%d open)", len(self.live_fds) // 2)
+        watched: Watched | None = None
         try:
             async with fd_streams(fds[0], fds[1]) as (lines, replies):
-                await serve_session(server, lines, replies)
+                watched = Watched(lines, replies)
+                self._sessions.add(watched)
+                await serve_session(server, watched, watched)
         except Exception:  # noqa: BLE001 - one session's failure never stops the watcher
             log.exception("an MCP session failed")
         finally:
+            if watched is not None:
+                self._sessions.discard(watched)
+            try:
+                if watched is not None and watched.stopped:
+                    # The watcher is stopping: the client's pipes go back to its `vaultmem mcp`,
+                    # with what was read but not yet served, and the session goes on there.
+                    back = {"resume": True, "initialize": watched.initialize,
+                            "buffer": base64.b64encode(watched.unread()).decode()}
+                    socket.send_fds(ctl, [json.dumps(back).encode() + b"\n"], fds)
+                    log.info("MCP session handed back to its vaultmem mcp")
+                else:
+                    ctl.sendall(b'{"done": true}\n')
+                    log.info("MCP session ended")
+            except OSError:
+                pass
             for fd in fds:
                 self.live_fds.discard(fd)
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            with contextlib.suppress(OSError):
-                ctl.sendall(b'{"done": true}\n')
             ctl.close()
-            log.info("MCP session ended")
+
+    async def _hand_back_all(self) -> None:
+        import asyncio
+
+        sessions = list(self._sessions)
+        for watched in sessions:
+            watched.stop()
+        while any(w in self._sessions for w in sessions):
+            await asyncio.sleep(0.01)
+
+
+class Watched:
+    """A served session's lines and replies (`stdio.Lines`/`Replies`), watched so that it can
+    stop between messages: `stop()` stops reading, waits until every request read has its
+    answer written, then ends the session as if the client had closed its end; `unread()` is
+    what was read from the pipe but not served, and `initialize` the client's opening request."""
+
+    def __init__(self, lines: Any, replies: Any) -> None:
+        import asyncio
+
+        self.lines, self.replies = lines, replies
+        self.initialize: str | None = None
+        self.stopped = False
+        self._pending = 0  # requests read, not yet answered
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def stop(self) -> None:
+        if not self._stop.done():
+            self._stop.set_result(None)
+
+    def unread(self) -> bytes:
+        return bytes(self.lines.reader._buffer)  # read from the pipe, not yet a line we served
+
+    def __aiter__(self) -> Watched:
+        return self
+
+    async def __anext__(self) -> str:
+        import asyncio
+
+        if not self._stop.done():
+            read = asyncio.ensure_future(self.lines.reader.readline())
+            try:
+                await asyncio.wait({read, self._stop}, return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:
+                read.cancel()
+                raise
+            if read.done():
+                raw = read.result()
+                if not raw:
+                    raise StopAsyncIteration
+                line = raw.decode("utf-8", errors="replace")
+                self._count_request(line)
+                return line
+            read.cancel()  # nothing taken from the buffer: a line not yet whole stays there
+        self.stopped = True
+        await asyncio.wait_for(self._idle.wait(), timeout=HAND_BACK_WAIT)
+        raise StopAsyncIteration
+
+    def _count_request(self, line: str) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(message, dict) and "method" in message and message.get("id") is not None:
+            if message["method"] == "initialize":
+                self.initialize = line
+            self._pending += 1
+            self._idle.clear()
+
+    async def write(self, text: str) -> None:
+        await self.replies.write(text)
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return
+        if (isinstance(message, dict) and "method" not in message and message.get("id") is not None
+                and ("result" in message or "error" in message)):
+            self._pending = max(0, self._pending - 1)
+            if not self._pending:
+                self._idle.set()
+
+    async def flush(self) -> None:
+        await self.replies.flush()

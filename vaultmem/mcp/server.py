@@ -219,6 +219,9 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
             from vaultmem.mcp.stdio import pipe_streams
 
             async with pipe_streams() as pipes:
+                resume = getattr(self, "resume", None)
+                if pipes is not None and resume is not None:  # a session the watcher gave back
+                    pipes = resumed(resume, *pipes)
                 await serve_session(self, *(pipes or (None, None)))
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -289,6 +292,44 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
     return server
 
 
+RESUME_ID = "vaultmem-resume"
+
+
+def resumed(resume: Any, lines: Any, replies: Any) -> tuple[Any, Any]:
+    """`lines`/`replies` continuing a session the watcher handed back (`host.Resume`): the
+    client's initialize request again under RESUME_ID (its answer is not sent: the client had
+    its answer) and the initialized notification, so this server is where the watcher's was;
+    then what the watcher had read but not served, then the pipe."""
+    import json
+
+    lines.reader.feed_data(resume.unread)  # before the pipe's next bytes: this runs before any read
+    prefix = []
+    if resume.initialize:
+        request = json.loads(resume.initialize)
+        request["id"] = RESUME_ID
+        prefix = [json.dumps(request) + "\n", '{"jsonrpc":"2.0","method":"notifications/initialized"}\n']
+
+    class Lines:
+        def __aiter__(self) -> Any:
+            return self
+
+        async def __anext__(self) -> str:
+            if prefix:
+                return prefix.pop(0)
+            return await lines.__anext__()
+
+    class Replies:
+        async def write(self, text: str) -> None:
+            if f'"id":"{RESUME_ID}"' in text.replace(" ", "")[:200]:
+                return  # the repeated initialize's answer
+            await replies.write(text)
+
+        async def flush(self) -> None:
+            await replies.flush()
+
+    return Lines(), Replies()
+
+
 async def serve_session(server: Any, lines: Any = None, replies: Any = None) -> None:
     """One MCP session of `server` over `lines`/`replies` (`stdio.Lines`/`Replies`; None: the
     SDK's own threaded stdin and stdout), until the client closes its end. A line that is not
@@ -334,14 +375,16 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.setLevel(level)
 
 
-def serve(store: MemoryStore, *, read_only: bool = False, profile: str = "all") -> None:
-    """Run the stdio server until the client closes stdin."""
+def serve(store: MemoryStore, *, read_only: bool = False, profile: str = "all", resume: Any = None) -> None:
+    """Run the stdio server until the client closes stdin (`resume`: a session the watcher
+    handed back, `host.Resume`)."""
     configure_logging()
     # An assistant makes bursts of calls: re-scan the vault for Obsidian edits at most once
     # a second instead of before every call (10,000 stats each time).
     store.freshness_ttl = 1.0
     store.long_lived = True  # embeddings (when installed) load once here: hybrid by default
     server = build_server(store, read_only=read_only, profile=profile)
+    server.resume = resume
     import gc
 
     gc.freeze()  # the SDK's and the tools' objects live as long as the process: no collection walks them

@@ -345,6 +345,22 @@ def test_a_dead_observer_is_restarted_and_nothing_is_missed(vault_path, running,
     assert "the file observer stopped; restarted it and caught up with a full sync" in caplog.text
 
 
+def test_a_dead_inotify_reader_is_noticed_and_the_observer_restarted(vault_path, running, reader, caplog):
+    """watchdog 7 reads inotify in one thread per observer; a KeyError there (a folder that
+    vanished as it was being watched) ends that thread and leaves the emitters alive but deaf.
+    Seen once in the suite: edits were never indexed. The health check now looks at it too."""
+    r = running()
+    fd_thread = getattr(r.watcher._observer, "_inotify_fd", None)
+    if fd_thread is None:
+        pytest.skip("this watchdog has no inotify reader thread")
+    fd_thread.stop()  # what the KeyError does: the reader's loop ends, the emitters live on
+    fd_thread.join(TIMEOUT)
+    (vault_path / "memory" / "stm" / "deaf.md").write_text(note_text("pangolin seen while deaf"))
+    wait_for(lambda: r.watcher.counts["observer_restarts"] == 1, what="the restart")
+    wait_for(lambda: hits(reader, "pangolin"), what="the note written while deaf")
+    assert "the file observer stopped; restarted it and caught up with a full sync" in caplog.text
+
+
 def test_an_observer_that_cannot_restart_falls_back_to_periodic_full_syncs(vault_path, running, reader, caplog,
                                                                           monkeypatch):
     from watchdog.observers import Observer

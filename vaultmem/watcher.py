@@ -692,6 +692,12 @@ def _tune_malloc() -> None:
 def _observer_healthy(observer: Any) -> bool:
     if not observer.is_alive():
         return False
+    # watchdog 7's inotify observer reads every event in one thread of its own; when that
+    # thread dies (a KeyError for a folder that vanished as it was being watched: Whoosh's
+    # MAIN.tmp), the emitters live on, deaf. A new observer gets a new reader.
+    reader = getattr(observer, "_inotify_fd", None)
+    if reader is not None and callable(getattr(reader, "is_alive", None)) and not reader.is_alive():
+        return False
     return all(emitter.is_alive() for emitter in list(getattr(observer, "emitters", ())))
 
 

@@ -226,3 +226,17 @@ def test_a_stopping_watcher_hands_its_sessions_back(vault_path, watcher):
     assert sorted(r["id"] for r in both["results"]) == sorted([first["memory_id"], second["memory_id"]])
     assert "save_memory" in tools
     assert len(list((vault_path / "memory/stm").iterdir())) == 2
+
+
+@pytest.mark.parametrize(("frame", "answers"), [
+    ('{"jsonrpc":"2.0","id":5,"result":{}}', True),
+    ('{"jsonrpc":"2.0","id":"a\\"b","error":{"code":1}}', True),
+    ('{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}', False),  # a line that was no request
+    ('{"jsonrpc":"2.0","method":"notifications/message","params":{}}', False),
+    ('{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{}}', False),  # the server asks
+    ('{"result":{},"id":3,"jsonrpc":"2.0"}', True),  # another key order: parsed
+    ('{"id":null,"jsonrpc":"2.0","error":{}}', False),
+])
+def test_a_stopping_session_counts_the_answers_it_wrote(frame, answers):
+    """A stopping session waits for an answer to every request it read (host.Watched)."""
+    assert host._is_answer(frame) is answers

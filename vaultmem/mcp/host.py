@@ -34,6 +34,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
 import stat
 import sys
@@ -437,15 +438,30 @@ class Watched:
 
     async def write(self, text: str) -> None:
         await self.replies.write(text)
-        try:
-            message = json.loads(text)
-        except ValueError:
-            return
-        if (isinstance(message, dict) and "method" not in message and message.get("id") is not None
-                and ("result" in message or "error" in message)):
+        if _is_answer(text):
             self._pending = max(0, self._pending - 1)
             if not self._pending:
                 self._idle.set()
 
     async def flush(self) -> None:
         await self.replies.flush()
+
+
+# How the SDK writes an answer to a request: {"jsonrpc":"2.0","id":<not null>,"result"|"error":...}
+_ANSWER = re.compile(r'\{"jsonrpc":"2\.0","id":(?:-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)":')
+_OTHER = re.compile(r'\{"jsonrpc":"2\.0","(?:method|id":null)')
+
+
+def _is_answer(frame: str) -> bool:
+    """Whether a frame answers a request (not a notification, a request of the server's own,
+    or an answer to a line that was no request); read from its head, parsed only if unusual."""
+    if _ANSWER.match(frame):
+        return True
+    if _OTHER.match(frame):
+        return False
+    try:
+        message = json.loads(frame)
+    except ValueError:
+        return False
+    return (isinstance(message, dict) and "method" not in message and message.get("id") is not None
+            and ("result" in message or "error" in message))

@@ -514,6 +514,13 @@ class Index:
                     if leftover.exists():
                         shutil.rmtree(leftover, ignore_errors=True)
                         removed.append(self.vault.rel(leftover) + "/")
+        temp = self.dir / "whoosh" / TEMP_FOLDER
+        if _has_entries(temp):  # a writer's files: its own while it writes (under the lock), else left over
+            with self.vault.lock():
+                for entry in list(os.scandir(temp)):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+                        removed.append(self.vault.rel(Path(entry.path)))
         return removed
 
     def refresh(self, paths: Iterable[str], removed: Iterable[str] = ()) -> SyncReport:
@@ -578,7 +585,6 @@ class Index:
             return self._rebuild_locked(progress)
 
     def _rebuild_locked(self, progress: Any) -> SyncReport:
-        from whoosh import index as windex
         from whoosh.writing import SegmentWriter
 
         self.dir.parent.mkdir(parents=True, exist_ok=True)
@@ -589,7 +595,7 @@ class Index:
         (tmp / "whoosh").mkdir(parents=True)
         on_disk = self.vault.scan()
         report = SyncReport(rebuilt=True)
-        ix = windex.create_in(str(tmp / "whoosh"), _schema())
+        ix = whoosh_storage(tmp / "whoosh").create().create_index(_schema())
         db = _connect(tmp / "catalog.sqlite")
         paths = sorted(on_disk)
         helpers = self._rebuild_workers(paths, on_disk, tmp)
@@ -1014,12 +1020,11 @@ def _rebuild_worker(conn: Any, root: Path, settings: Any, share: list[tuple[str,
                     whoosh_dir: str, db_path: str, limitmb: int) -> None:
     """One `RebuildWorkers` worker: its share of the notes parsed, indexed into a segment of
     its own and written to a catalog of its own; sends ("done", segment or None, malformed)."""
-    from whoosh import index as windex
     from whoosh.writing import SegmentWriter
 
     try:
         vault = Vault(root, settings)
-        writer = SegmentWriter(windex.open_dir(whoosh_dir), _lk=False, limitmb=limitmb)
+        writer = SegmentWriter(open_whoosh(Path(whoosh_dir)), _lk=False, limitmb=limitmb)
         db = _connect(Path(db_path))
         db.execute("PRAGMA synchronous=OFF")
         db.execute("BEGIN")
@@ -1063,14 +1068,44 @@ REBUILD_BATCH = 2000  # notes parsed, written and dropped together in a rebuild
 REBUILD_WRITER_MB = 128  # Whoosh's in-memory posting pool before it spills a run to disk
 
 
-def open_whoosh(path: Path) -> Any:
-    """The Whoosh index without mmap: whoosh3 copies each mmapped sub-file of a segment into
-    a BytesIO when it opens it (the whole postings file, ~100 MB at 100,000 notes), so plain
-    reads are both faster to open and 10x lighter (a cold search at 100,000: 235 -> 22 MB
-    for the reader, docs/performance.md)."""
+TEMP_FOLDER = "MAIN.tmp"  # Whoosh's folder for a writer's temporary files, kept between writes
+
+
+def _has_entries(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
+
+
+def whoosh_storage(path: Path) -> Any:
+    """Where the Whoosh index lives, read without mmap (whoosh3 copies each mmapped sub-file of
+    a segment into a BytesIO when it opens it: the whole postings file, ~100 MB at 100,000
+    notes; plain reads are faster to open and 10x lighter, docs/performance.md), with its
+    writers' temporary files in one folder that stays.
+
+    Whoosh makes that folder for every write and removes it after. The watcher watches the
+    whole vault, and watchdog 7's inotify reader dies when a folder vanishes while it is adding
+    a watch for it (a KeyError in its thread): a restart and a full sync each time, and after
+    five in a minute a full sync every 10 s. A folder that stays is never raced."""
     from whoosh.filedb.filestore import FileStorage
 
-    return FileStorage(str(path), supports_mmap=False).open_index()
+    class KeptTemp(FileStorage):
+        def destroy(self) -> None:
+            """Keep the folder: each writer removes its own files (its pool's runs, its
+            column files) as it finishes; `Index.remove_leftovers` removes a killed one's."""
+
+    class VaultStorage(FileStorage):
+        def temp_storage(self, name: str | None = None) -> Any:
+            return KeptTemp(os.path.join(self.folder, TEMP_FOLDER)).create()
+
+    return VaultStorage(str(path), supports_mmap=False)
+
+
+def open_whoosh(path: Path) -> Any:
+    """The Whoosh index (`whoosh_storage`)."""
+    return whoosh_storage(path).open_index()
 
 
 def visible_sql(viewer: str) -> str:

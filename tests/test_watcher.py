@@ -626,3 +626,18 @@ def test_a_killed_writers_temporary_files_are_removed_by_the_next_sync(vault_pat
     (temp / "abandoned.ctmp").write_bytes(b"x" * 100)
     assert store.index.remove_leftovers() == [".vaultmem/index/whoosh/MAIN.tmp/abandoned.ctmp"]
     assert temp.is_dir() and list(temp.iterdir()) == []
+
+
+def test_a_sync_leaves_a_working_writers_temporary_files_alone(vault_path, store):
+    """While a writer holds the vault lock its files in MAIN.tmp are its own: a reader's sync
+    neither removes them nor waits for the lock."""
+    store.save("Ferries leave at nine")
+    temp = vault_path / ".vaultmem/index/whoosh/MAIN.tmp"
+    (temp / "in-use.ctmp").write_bytes(b"x")
+    other = MemoryStore(vault_path)
+    with other.vault.lock():  # another process's writer at work
+        started = time.monotonic()
+        assert store.index.remove_leftovers() == []
+        assert time.monotonic() - started < 1.0
+    assert (temp / "in-use.ctmp").exists()
+    other.close()

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base.errors import MalformedNote, QuerySyntaxError
+from vaultmem.base.errors import MalformedNote, QuerySyntaxError, VaultmemError
 from vaultmem.base.timeutil import UTC, format_time
 from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
@@ -516,11 +516,14 @@ class Index:
                         removed.append(self.vault.rel(leftover) + "/")
         temp = self.dir / "whoosh" / TEMP_FOLDER
         if _has_entries(temp):  # a writer's files: its own while it writes (under the lock), else left over
-            with self.vault.lock():
-                for entry in list(os.scandir(temp)):
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
-                        removed.append(self.vault.rel(Path(entry.path)))
+            try:
+                with self.vault.lock(timeout=0):  # held: a writer is at work and these are its files
+                    for entry in list(os.scandir(temp)):
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.path)
+                            removed.append(self.vault.rel(Path(entry.path)))
+            except VaultmemError:
+                pass
         return removed
 
     def refresh(self, paths: Iterable[str], removed: Iterable[str] = ()) -> SyncReport:

@@ -14,8 +14,11 @@ the ceiling on whatever corpus it builds, so the ranking's share of it stays vis
 
 from __future__ import annotations
 
+import datetime as dt
 import random
+import uuid
 from collections.abc import Callable
+from typing import Any
 
 FIRST = ("Alice Bob Carol Dmitri Emeka Fatima Grace Hiro Ines Jonas Kavya Liam Mei Noor Olga Pedro Quinn "
          "Rosa Sven Tariq Uma Viktor Wen Ximena Yusuf Zoë Amara Bruno Chiara Dev Elif Farid Greta Hana Ivan "
@@ -216,3 +219,16 @@ def memory(rng: random.Random) -> str:
     frames = _frames(rng)
     text = rng.choice(frames)()
     return text if rng.random() < 0.65 else f"{text} {rng.choice(frames)()}"
+
+
+def write_memory_note(folder: Any, template: str, text: str, rng: random.Random, now: dt.datetime) -> None:
+    """`text` as a memory note in `folder`, written as vaultmem writes one: created and last
+    used within the year before `now`, 0-5 uses, a speaker; the id drawn from `rng`."""
+    from vaultmem.storage import note as notes
+
+    when = now - dt.timedelta(days=rng.uniform(0, 365))
+    memory = notes.Memory(id=str(uuid.UUID(int=rng.getrandbits(128))), content=text, created=when,
+                          last_used=when, use_count=rng.randint(0, 5), strength=1.0, status="active",
+                          tags=[], entities=[], meta={"speaker": rng.choice(("Ann", "Bo"))})
+    (folder / f"{notes.slugify(text)}-{memory.short_id}.md").write_text(notes.render_note(template, memory),
+                                                                        encoding="utf-8")

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,7 +35,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from vaultmem.storage import embeddings
-    from vaultmem.storage import note as notes
     from vaultmem.store import MemoryStore
 
     rng = random.Random(11)
@@ -50,12 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.n):
             text = corpus.memory(rng)
             texts.append(text)
-            when = now - dt.timedelta(days=rng.uniform(0, 365))
-            memory = notes.Memory(id=str(uuid.UUID(int=rng.getrandbits(128))), content=text, created=when,
-                                  last_used=when, use_count=rng.randint(0, 5), strength=1.0, status="active",
-                                  tags=[], entities=[], meta={"speaker": rng.choice(("Ann", "Bo"))})
-            (folder / f"{notes.slugify(text)[:60]}-{memory.short_id}.md").write_text(
-                notes.render_note(template, memory), encoding="utf-8")
+            corpus.write_memory_note(folder, template, text, rng, now)
         store.index.rebuild()
         t0 = time.perf_counter()
         embeddings.load_model()

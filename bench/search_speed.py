@@ -13,8 +13,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
 
 SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "be", "da", "fi", "go", "hu", "ja", "pe", "zo")
 
@@ -37,7 +39,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200, help="Timed queries (default 200).")
     args = ap.parse_args(argv)
 
-    from vaultmem.storage import note as notes
     from vaultmem.store import MemoryStore
 
     rng = random.Random(7)
@@ -51,12 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         template = store.template("memory")
         for _ in range(args.n):
             text = zipf_words(vocab, weights, rng.randint(6, 40), rng)
-            when = now - dt.timedelta(days=rng.uniform(0, 365))
-            memory = notes.Memory(id=str(uuid.UUID(int=rng.getrandbits(128))), content=text, created=when,
-                                  last_used=when, use_count=rng.randint(0, 5), strength=1.0, status="active",
-                                  tags=[], entities=[], meta={"speaker": rng.choice(("Ann", "Bo"))})
-            (folder / f"{notes.slugify(text)}-{memory.short_id}.md").write_text(
-                notes.render_note(template, memory), encoding="utf-8")
+            corpus.write_memory_note(folder, template, text, rng, now)
         store.index.rebuild()
         queries = [zipf_words(vocab, weights, rng.randint(2, 8), rng) + "?" for _ in range(args.queries)]
         store.search(queries[0], mode="lexical")

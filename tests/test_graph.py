@@ -504,7 +504,7 @@ def test_links_survive_the_parallel_rebuild(sample, monkeypatch):
     serial = _links_table(sample)
     assert len(serial) == 4
     monkeypatch.setattr(index, "PARALLEL_PARSE_MIN", 1)  # parse in forked workers even for 8 notes
-    assert threading.active_count() == 1  # else _read_all would parse serially and prove nothing
+    assert threading.active_count() == 1  # else the rebuild would run in this process alone and prove nothing
     sample.rebuild_index()
     assert _links_table(sample) == serial
     assert sample.backlinks(API)["count"] == 2

@@ -741,11 +741,12 @@ def serve(store: Any, install_signals: bool = True, mcp_host: bool = False) -> N
     store.long_lived = True  # embeddings (when installed) stay warm and follow edits
     watcher = Watcher(store)
     host = None
-    from vaultmem.mcp import host as host_module
+    if mcp_host:  # `vaultmem mcp` hands its sessions to this process
+        from vaultmem.mcp import host as host_module
 
-    if mcp_host and host_module.enabled():  # `vaultmem mcp` hands its sessions to this process
-        host = host_module.Host(store.root)
-        watcher.extra_fds = host.live_fds
+        if host_module.enabled():
+            host = host_module.Host(store.root)
+            watcher.extra_fds = host.live_fds
     if install_signals:
         import signal
 
@@ -755,15 +756,14 @@ def serve(store: Any, install_signals: bool = True, mcp_host: bool = False) -> N
 
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
-    if host is None:
-        watcher.run()
-        return
-    watcher.start()  # the instance lock first: one watcher, one socket per vault
-    try:
+    if host is not None:
+        watcher.start()  # the instance lock first: one watcher, one socket per vault
         try:
             host.start()
         except OSError as exc:
             log.warning("not serving MCP sessions: %s", exc)
+    try:
         watcher.run()
     finally:
-        host.stop()
+        if host is not None:
+            host.stop()  # hands its sessions back

@@ -320,7 +320,7 @@ def resumed(resume: Any, lines: Any, replies: Any) -> tuple[Any, Any]:
 
     class Replies:
         async def write(self, text: str) -> None:
-            if f'"id":"{RESUME_ID}"' in text.replace(" ", "")[:200]:
+            if f'"id":"{RESUME_ID}"' in text[:200].replace(" ", ""):
                 return  # the repeated initialize's answer
             await replies.write(text)
 

@@ -6,7 +6,9 @@ after the searches.
 
 With `vaultmem watch` running for the vault (`--keep DIR` builds one to start it on, `--vault
 DIR` measures it), the watcher serves the session and both processes' RSS are printed;
-VAULTMEM_MCP_HOST=off measures the session served by `vaultmem mcp` itself.
+VAULTMEM_MCP_HOST=off measures the session served by `vaultmem mcp` itself. A first session
+with an empty cache folder shows the start-up before any answers were recorded
+(mcp/prelude.py); the measured session starts with them.
 """
 
 from __future__ import annotations
@@ -43,12 +45,13 @@ def server_rss_mb(vault: Path, command: bytes = b"mcp") -> float | None:
     return None
 
 
-async def run(vault: Path, searches: int) -> dict[str, float]:
+async def run(vault: Path, searches: int, cache: Path) -> dict[str, float]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH", "VAULTMEM_MCP_HOST")}
     env["VAULTMEM_EMBEDDINGS"] = "off"
+    env["XDG_CACHE_HOME"] = str(cache)  # where a session's first answers are recorded (mcp/prelude.py)
     params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
                                    env=env)
     rng = random.Random(3)
@@ -60,7 +63,10 @@ async def run(vault: Path, searches: int) -> dict[str, float]:
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 out["initialize answered s"] = time.perf_counter() - t0
+                await session.list_tools()
+                out["tools/list answered s"] = time.perf_counter() - t0
                 await session.call_tool("search_memory", {"query": "deploy"})
+                out["1st search answered s"] = time.perf_counter() - t0
                 times = []
                 for _ in range(searches):
                     query = " ".join(rng.sample(topics, 2))
@@ -87,8 +93,7 @@ def main() -> None:
     args = ap.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f}")
     if args.vault:
-        for key, value in asyncio.run(run(args.vault.resolve(), args.searches)).items():
-            print(f"{key:24s} {value:8.2f}")
+        measure(args.vault.resolve(), args.searches)
         return
     if args.keep:
         build_vault(args.keep, args.n)
@@ -101,8 +106,18 @@ def main() -> None:
         build_vault(vault, args.n)
         subprocess.run([sys.executable, "-m", "vaultmem", "index", "rebuild", "--quiet", "--vault", str(vault)],
                        check=True, capture_output=True, env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
-        for key, value in asyncio.run(run(vault, args.searches)).items():
-            print(f"{key:24s} {value:8.2f}")
+        measure(vault, args.searches)
+
+
+def measure(vault: Path, searches: int) -> None:
+    """A first session with nothing recorded (it records its first answers), then the
+    session measured, which starts with them."""
+    with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-cache-") as cache:
+        first = asyncio.run(run(vault, 1, Path(cache)))
+        for key in ("initialize answered s", "tools/list answered s", "1st search answered s"):
+            print(f"{'first start: ' + key:38s} {first[key]:8.2f}")
+        for key, value in asyncio.run(run(vault, searches, Path(cache))).items():
+            print(f"{key:38s} {value:8.2f}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ def _isolated_env(monkeypatch, tmp_path):
         if name.startswith(("VAULTMEM_", "CORTEXGRAPH_")) or name == "LTM_VAULT_PATH":
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)  # the user cache is under the test's home
     monkeypatch.setenv("VAULTMEM_NOW", NOW.strftime("%Y-%m-%dT%H:%M:%SZ"))
     # The default suite never loads the embedding model, even where the extra is installed;
     # tests marked `embeddings` switch it on (run them with `pytest -m embeddings`).

@@ -1016,22 +1016,38 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
     """
     if ctx.invoked_subcommand is not None:
         return
-    resume = None
+    from vaultmem.base.config import load_settings, resolve_vault
+
+    root = resolve_vault(vault)
+    resume: Any = None
     if not in_process:
-        from vaultmem.base.config import resolve_vault
         from vaultmem.mcp.host import hand_over
 
-        status = hand_over(resolve_vault(vault), read_only=read_only, profile=profile, agent=agent or None)
+        status = hand_over(root, read_only=read_only, profile=profile, agent=agent or None)
         if isinstance(status, int):  # the watcher served the session
             ctx.exit(status)
         resume = status  # None, or the session the stopping watcher gave back: served here from now on
+    profile = profile or load_settings(root).mcp_tools
+    if resume is None:
+        resume = _answer_early(root, read_only, profile)
+        if resume is not None and resume.closed:  # the client left before asking for more
+            ctx.exit(0)
     store = _store(vault, quiet=True)
     store.vault.require()
     store.agent = agent or None
     from vaultmem.mcp.server import serve
 
-    serve(store, read_only=read_only, profile=profile or store.settings.mcp_tools,
-          resume=resume)
+    serve(store, read_only=read_only, profile=profile, resume=resume)
+
+
+def _answer_early(root: Any, read_only: bool, profile: str) -> Any:
+    """The session's first messages answered from the recorded answers while a thread loads
+    the SDK (mcp/prelude.py); None when they cannot be."""
+    from vaultmem.mcp import prelude
+
+    if not (root / ".vaultmem").is_dir():  # not a vault yet: `require` fails below, before any answer
+        return None
+    return prelude.answer_early(prelude.recorded(prelude.build_key(read_only, profile)), warm_up=True)
 
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor")

@@ -43,13 +43,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from vaultmem.base.config import session_environment
+
 log = logging.getLogger("vaultmem.mcp.host")
 
 PROTOCOL = 1
 HELLO_TIMEOUT = 5.0
 HAND_BACK_WAIT = 30.0  # the longest a stopping watcher waits for a session's answers in flight
-# Not part of the environment compared below: the vault and agent are the session's own.
-_SESSION_KEYS = ("VAULTMEM_VAULT", "VAULTMEM_AGENT", "VAULTMEM_MCP_HOST")
 
 
 def enabled() -> bool:
@@ -89,16 +89,6 @@ def _private_folder(create: bool) -> Path | None:
     return folder
 
 
-def _environment() -> dict[str, str]:
-    """What a session's behaviour depends on besides the vault's config file: every setting
-    from the environment (`VAULTMEM_*`, CortexGraph's names), the clock's override and the
-    zone. The watcher serves a session only when the client's are its own."""
-    from vaultmem.base.config import ENV_ALIASES
-
-    return {k: v for k, v in os.environ.items()
-            if (k.startswith("VAULTMEM_") and k not in _SESSION_KEYS) or k in ENV_ALIASES or k == "TZ"}
-
-
 # -- the client side: `vaultmem mcp` --------------------------------------------------------------
 
 
@@ -127,7 +117,7 @@ def hand_over(root: Path, *, read_only: bool, profile: str | None, agent: str | 
     try:
         ctl.settimeout(HELLO_TIMEOUT)
         ctl.connect(os.fspath(path))
-        hello = {"v": PROTOCOL, "read_only": read_only, "profile": profile, "agent": agent, "env": _environment()}
+        hello = {"v": PROTOCOL, "read_only": read_only, "profile": profile, "agent": agent, "env": session_environment()}
         socket.send_fds(ctl, [json.dumps(hello).encode() + b"\n"], [0, 1])
         answer = json.loads(_read_line(ctl) or b"{}")
     except (OSError, ValueError):
@@ -296,7 +286,7 @@ class Host:
             return "another vaultmem version"
         if not self._ready.wait(timeout=30):
             return "the watcher's MCP server is not ready"
-        if hello.get("env") != _environment():
+        if hello.get("env") != session_environment():
             return "different VAULTMEM_* environment"
         from vaultmem.mcp.server import PROFILES
 

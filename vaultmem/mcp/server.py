@@ -218,11 +218,19 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
             (`stdio.pipe_streams`), answering malformed lines (`serve_session`)."""
             from vaultmem.mcp.stdio import pipe_streams
 
-            async with pipe_streams() as pipes:
-                resume = getattr(self, "resume", None)
-                if pipes is not None and resume is not None:  # a session the watcher gave back
-                    pipes = resumed(resume, *pipes)
-                await serve_session(self, *(pipes or (None, None)))
+            resume = getattr(self, "resume", None)
+            async with pipe_streams(resume.unread if resume is not None else b"") as pipes:
+                if pipes is None:
+                    await serve_session(self)
+                    return
+                # a session whose first messages were answered early, or that the watcher gave back
+                lines, replies = pipes if resume is None else resumed(resume, *pipes)
+                key = getattr(self, "record_key", None)
+                if key is not None:  # the next start answers initialize and tools/list early
+                    from vaultmem.mcp.prelude import Recorder
+
+                    lines = replies = Recorder(key, lines, replies)
+                await serve_session(self, lines, replies)
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             """Schema violations come back as one line that names the parameter, never the
@@ -296,18 +304,21 @@ RESUME_ID = "vaultmem-resume"
 
 
 def resumed(resume: Any, lines: Any, replies: Any) -> tuple[Any, Any]:
-    """`lines`/`replies` continuing a session the watcher handed back (`host.Resume`): the
-    client's initialize request again under RESUME_ID (its answer is not sent: the client had
-    its answer) and the initialized notification, so this server is where the watcher's was;
-    then what the watcher had read but not served, then the pipe."""
+    """`lines`/`replies` continuing a session the watcher handed back (`host.Resume`) or whose
+    first messages were answered before the SDK loaded (`prelude.Early`): the client's
+    initialize request again under RESUME_ID (its answer is not sent: the client had its
+    answer) and the initialized notification if the client had sent it, so this server is
+    where the earlier one was; then `lines` (which begin with what was read but not served:
+    `stdio.pipe_streams(resume.unread)`)."""
     import json
 
-    lines.reader.feed_data(resume.unread)  # before the pipe's next bytes: this runs before any read
     prefix = []
     if resume.initialize:
         request = json.loads(resume.initialize)
         request["id"] = RESUME_ID
-        prefix = [json.dumps(request) + "\n", '{"jsonrpc":"2.0","method":"notifications/initialized"}\n']
+        prefix = [json.dumps(request) + "\n"]
+        if getattr(resume, "initialized", True):
+            prefix.append('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
 
     class Lines:
         def __aiter__(self) -> Any:
@@ -385,12 +396,17 @@ def serve(store: MemoryStore, *, read_only: bool = False, profile: str = "all", 
     store.long_lived = True  # embeddings (when installed) load once here: hybrid by default
     server = build_server(store, read_only=read_only, profile=profile)
     server.resume = resume
+    from vaultmem.mcp.prelude import build_key
+
+    server.record_key = build_key(read_only, profile)
     import gc
 
     gc.freeze()  # the SDK's and the tools' objects live as long as the process: no collection walks them
     tools = sorted(spec.name for spec in registered(read_only, profile))
     log.info("vaultmem %s serving %s over stdio%s: %s", __version__, store.vault.root,
              " (read-only)" if read_only else "", ", ".join(tools))
+    if getattr(resume, "answered", None):
+        log.info("answered %s while the SDK loaded (recorded answers: mcp/prelude.py)", ", ".join(resume.answered))
     try:
         server.run("stdio")
     finally:

@@ -64,9 +64,10 @@ def _is_pipe(fd: int) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def pipe_streams() -> AsyncIterator[tuple[Lines, Replies] | None]:
+async def pipe_streams(unread: bytes = b"") -> AsyncIterator[tuple[Lines, Replies] | None]:
     """(lines, replies) over the process's stdin and stdout, or None where the SDK's threaded
-    streams must serve (see the module's docstring)."""
+    streams must serve (see the module's docstring); `unread`: bytes already read from stdin,
+    which the lines begin with."""
     if not (portable.has_fcntl() and _is_pipe(0) and _is_pipe(1)):
         yield None
         return
@@ -79,7 +80,7 @@ async def pipe_streams() -> AsyncIterator[tuple[Lines, Replies] | None]:
     os.close(null)
     os.dup2(2, 1)
     try:
-        async with fd_streams(wire_in, wire_out) as streams:
+        async with fd_streams(wire_in, wire_out, unread) as streams:
             yield streams
     finally:
         # The wire goes back to fds 0 and 1, blocking again (its file description is shared
@@ -93,14 +94,16 @@ async def pipe_streams() -> AsyncIterator[tuple[Lines, Replies] | None]:
 
 
 @contextlib.asynccontextmanager
-async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[tuple[Lines, Replies]]:
+async def fd_streams(in_fd: int, out_fd: int, unread: bytes = b"") -> AsyncIterator[tuple[Lines, Replies]]:
     """(lines, replies) over two pipe or socket descriptors, served by the running loop's pipe
-    transports; the descriptors are duplicated, so the caller still owns (and closes) its own."""
+    transports, the lines beginning with `unread`; the descriptors are duplicated, so the caller
+    still owns (and closes) its own."""
     loop = asyncio.get_running_loop()
     transports: list[Any] = []
     try:
         # A frame is one line however long (a save's content, escaped): no line limit.
         reader = asyncio.StreamReader(limit=2**31, loop=loop)
+        reader.feed_data(unread)  # before the transport reads: the pipe may already be at its end
         read_transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(os.dup(in_fd), "rb", buffering=0))
         transports.append(read_transport)

@@ -1,0 +1,209 @@
+"""A session's first messages answered from recorded answers while the SDK loads (mcp/prelude.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_mcp_stdio import session_run
+
+from vaultmem.mcp import prelude
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no fcntl: the SDK answers every message there")
+
+V = "2025-11-25"
+ANSWERS = {V: {"initialize": {"protocolVersion": V, "capabilities": {"tools": {"listChanged": False}},
+                              "serverInfo": {"name": "vaultmem", "version": "9"}},
+               "tools/list": {"tools": [{"name": "search_memory", "inputSchema": {"type": "object"}}]}}}
+
+
+def init(ident: Any = 1, version: str = V, **extra: Any) -> str:
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}, **extra}
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "initialize", "params": params})
+
+
+INITIALIZED = '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+TOOLS_LIST = '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+CALL = '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_memory","arguments":{"query":"x"}}}'
+
+
+def run(lines: list[str], close: bool = False, answers: dict[str, Any] = ANSWERS) -> tuple[Any, list[Any]]:
+    """answer_early over real pipes; what it returned and the frames it wrote."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.write(in_w, "".join(line + "\n" for line in lines).encode())
+    if close:
+        os.close(in_w)
+    try:
+        early = prelude.answer_early(answers, in_r, out_w)
+    finally:
+        for fd in (in_r, out_w) if close else (in_r, in_w, out_w):
+            os.close(fd)
+    written = b""
+    while chunk := os.read(out_r, 1 << 16):
+        written += chunk
+    os.close(out_r)
+    return early, [json.loads(line) for line in written.splitlines()]
+
+
+def test_initialize_and_tools_list_are_answered_and_the_rest_is_left_for_the_sdk():
+    early, frames = run([init(), INITIALIZED, TOOLS_LIST, CALL, TOOLS_LIST])
+    assert frames == [{"jsonrpc": "2.0", "id": 1, "result": ANSWERS[V]["initialize"]},
+                      {"jsonrpc": "2.0", "id": 2, "result": ANSWERS[V]["tools/list"]}]
+    assert early == prelude.Early(init() + "\n", (CALL + "\n" + TOOLS_LIST + "\n").encode(), initialized=True,
+                                  closed=False, answered=["initialize", "tools/list"])
+
+
+def test_a_string_id_is_echoed_and_a_client_that_leaves_is_seen():
+    early, frames = run([init("a-1"), INITIALIZED], close=True)
+    assert frames == [{"jsonrpc": "2.0", "id": "a-1", "result": ANSWERS[V]["initialize"]}]
+    assert (early.closed, early.unread, early.answered) == (True, b"", ["initialize"])
+
+
+@pytest.mark.parametrize("first", [
+    init(version="2024-11-05"),  # a version nothing was recorded for
+    init(extra=1),  # a field the early answer does not know
+    init(True),  # an id JSON-RPC does not allow
+    init(None),
+    init(1.5),
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},'
+    '"clientInfo":{"name":"t"}}}',
+    '{not json',
+    '[' + init() + ']',  # a batch
+    TOOLS_LIST,  # before initialize
+    CALL,
+])
+def test_anything_but_a_plain_known_first_request_goes_to_the_sdk_untouched(first):
+    early, frames = run([first, INITIALIZED])
+    assert frames == []
+    assert early == prelude.Early(None, (first + "\n" + INITIALIZED + "\n").encode(), initialized=False,
+                                  closed=False, answered=[])
+
+
+def test_tools_list_before_the_initialized_notification_or_with_a_cursor_goes_to_the_sdk():
+    early, frames = run([init(), TOOLS_LIST])
+    assert [f["id"] for f in frames] == [1]
+    assert (early.unread, early.initialized) == ((TOOLS_LIST + "\n").encode(), False)
+    paged = '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"x"}}'
+    early, frames = run([init(), INITIALIZED, paged])
+    assert [f["id"] for f in frames] == [1] and early.unread == (paged + "\n").encode()
+
+
+def test_nothing_recorded_or_no_pipes_answers_nothing(tmp_path):
+    assert prelude.answer_early({}, 0, 1) is None
+    with open(tmp_path / "f", "wb+") as handle:
+        assert prelude.answer_early(ANSWERS, handle.fileno(), handle.fileno()) is None
+
+
+# -- the cache ------------------------------------------------------------------------------------
+
+
+def test_answers_are_remembered_per_key_and_version(tmp_path):
+    path = tmp_path / "c" / "mcp-replies.json"
+    assert prelude.recorded("k", path) == {}
+    prelude.remember("k", V, "initialize", ANSWERS[V]["initialize"], path)
+    prelude.remember("k", V, "tools/list", ANSWERS[V]["tools/list"], path)
+    prelude.remember("k", "2026-07-28", "tools/list", {"tools": []}, path)  # no initialize: not usable
+    assert prelude.recorded("k", path) == ANSWERS
+    assert prelude.recorded("other", path) == {}
+    for n in range(prelude.KEEP + 2):
+        prelude.remember(f"k{n}", V, "initialize", ANSWERS[V]["initialize"], path)
+    entries = json.loads(path.read_text())["entries"]
+    assert sorted(entries) == sorted(f"k{n}" for n in range(2, prelude.KEEP + 2))
+
+
+def test_a_cache_others_can_write_or_a_broken_one_is_not_used(tmp_path):
+    path = tmp_path / "mcp-replies.json"
+    prelude.remember("k", V, "initialize", ANSWERS[V]["initialize"], path)
+    path.chmod(0o666)
+    assert prelude.recorded("k", path) == {}
+    path.chmod(0o600)
+    assert prelude.recorded("k", path) == {V: {"initialize": ANSWERS[V]["initialize"]}}
+    path.write_text('{"format": 1, "entries": ')
+    assert prelude.recorded("k", path) == {}
+    prelude.remember("k", V, "initialize", ANSWERS[V]["initialize"], path)  # written over, whole
+    assert prelude.recorded("k", path) == {V: {"initialize": ANSWERS[V]["initialize"]}}
+
+
+def test_the_key_follows_options_environment_and_code(tmp_path, monkeypatch):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text("x = 1\n")
+    key = prelude.build_key(False, "all", package)
+    assert prelude.build_key(False, "all", package) == key
+    assert len({key, prelude.build_key(True, "all", package), prelude.build_key(False, "core", package)}) == 3
+    monkeypatch.setenv("VAULTMEM_AGENT", "claude")  # the session's own: the answers do not change
+    assert prelude.build_key(False, "all", package) == key
+    monkeypatch.setenv("VAULTMEM_DECAY_MODEL", "power_law")
+    assert prelude.build_key(False, "all", package) != key
+    monkeypatch.delenv("VAULTMEM_DECAY_MODEL")
+    (package / "a.py").write_text("x = 22\n")
+    assert prelude.build_key(False, "all", package) != key
+
+
+# -- served for real ------------------------------------------------------------------------------
+
+
+def test_the_second_session_answers_early_exactly_as_the_sdk_did(vault_path, tmp_path):
+    """The first `vaultmem mcp` records what the SDK answered; the next one answers
+    `initialize` and `tools/list` from that while the SDK loads, then the SDK serves the
+    tool calls; the client sees the same answers."""
+    async def scenario(s: Any, init: Any) -> dict[str, Any]:
+        tools = await s.list_tools()
+        saved = await s.call_tool("save_memory", {"content": "The boiler is serviced every October"})
+        found = await s.call_tool("search_memory", {"query": "boiler"})
+        return {"init": init.model_dump(), "tools": tools.model_dump(), "saved": saved.is_error,
+                "found": [r["content"] for r in found.structured_content["results"]]}
+
+    cache = Path(os.environ["HOME"]) / ".cache" / "vaultmem" / "mcp-replies.json"
+    first = session_run(vault_path, scenario, errlog=tmp_path / "1.log")
+    assert "while the SDK loaded" not in (tmp_path / "1.log").read_text()
+    entries = json.loads(cache.read_text())["entries"]
+    assert [sorted(answers) for e in entries.values() for answers in e["versions"].values()] == [
+        ["initialize", "tools/list"]]
+    stamp = cache.stat().st_mtime_ns
+
+    second = session_run(vault_path, scenario, errlog=tmp_path / "2.log")
+    assert "answered initialize, tools/list while the SDK loaded" in (tmp_path / "2.log").read_text()
+    assert second["init"] == first["init"] and second["tools"] == first["tools"]
+    # the second save merged into the first (the same text): one memory, found by the SDK's search
+    assert second["found"] == first["found"] == ["The boiler is serviced every October"]
+    assert second["saved"] is first["saved"] is False
+    assert cache.stat().st_mtime_ns == stamp  # nothing new to record
+
+    core = session_run(vault_path, scenario, "--tools", "core", errlog=tmp_path / "3.log")
+    assert "while the SDK loaded" not in (tmp_path / "3.log").read_text()  # another tool list
+    assert len(core["tools"]["tools"]) == 5 and len(first["tools"]["tools"]) > 5
+
+
+def raw_session(vault: Path, lines: list[str], answers: int) -> list[dict[str, Any]]:
+    """Send `lines`, read `answers` frames, then close stdin (an answer still in flight at the
+    end of stdin is cancelled by the SDK)."""
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("".join(line + "\n" for line in lines))
+    proc.stdin.flush()
+    frames = [json.loads(proc.stdout.readline()) for _ in range(answers)]
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0 and proc.stdout.read() == ""
+    return frames
+
+
+def test_raw_frames_match_and_a_session_without_the_initialized_notification_works(vault_path):
+    lines = [init(), INITIALIZED, TOOLS_LIST, '{"jsonrpc":"2.0","id":7,"method":"ping"}', CALL]
+    recorded = raw_session(vault_path, lines, 4)  # the SDK answers, and records
+    early = raw_session(vault_path, lines, 4)  # initialize and tools/list from the record
+    assert [f["id"] for f in early] == [1, 2, 7, 3]
+    assert early == recorded, (early, recorded)
+    assert early[2]["result"] == {} and early[3]["result"]["isError"] is False, early[3]
+    # a client that calls a tool without sending notifications/initialized first
+    terse = raw_session(vault_path, [init(), CALL], 2)
+    assert [f["id"] for f in terse] == [1, 3] and terse[1]["result"]["isError"] is False

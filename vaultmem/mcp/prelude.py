@@ -1,0 +1,321 @@
+"""A session's first messages answered while the MCP SDK loads.
+
+Importing the SDK is most of `vaultmem mcp`'s start-up (0.45-0.6 s of 0.55-0.9 s on a 2-core
+machine, docs/performance.md), yet a client's first requests need none of it: `initialize`
+and `tools/list` get the same answer every time from one build of vaultmem and the SDK, one
+tool profile, read-only or not, and one protocol version. So a session the SDK serves
+records those two answers (`Recorder`) in the user's cache folder, and the next `vaultmem mcp`
+with the same build and options answers them from there (`answer_early`) while a thread imports the
+SDK. The first message that is anything else (a tool call, a resource list, a `ping`, an
+unknown protocol version, an `initialize` with fields it does not know) hands the session to
+the SDK as if the SDK had read every line itself: the client's `initialize` is replayed to it
+with its answer dropped, then the unread bytes (`server.resumed`, the path a session handed
+back by a stopping watcher takes). A client that asked nothing else sees answers
+equal to the SDK's, about half a second sooner; a tool call waits until the SDK has loaded.
+
+Only where stdin and stdout are pipes or sockets (how every MCP client starts a server) and
+the event loop's pipe transports serve the session (`stdio.pipe_streams`: not Windows).
+The cache file is used only when it is the user's own and no one else can write it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from vaultmem import __version__
+from vaultmem.base import portable
+from vaultmem.base.config import session_environment
+
+log = logging.getLogger("vaultmem.mcp.prelude")
+
+FORMAT = 1
+KEEP = 8  # builds/option sets remembered: a few clients with different profiles, an upgrade
+RECORDED = ("initialize", "tools/list")
+_INIT_FIELDS = frozenset({"protocolVersion", "capabilities", "clientInfo"})
+_CLIENT_INFO_FIELDS = frozenset({"name", "version", "title", "description", "websiteUrl", "icons"})
+# What serving a session imports; loaded by `warm` on a thread while the first messages are answered.
+_SERVING_MODULES = ("vaultmem.store", "mcp.server", "mcp.server.stdio", "mcp.shared._context_streams",
+                    "mcp.shared.message", "mcp_types.jsonrpc", "vaultmem.mcp.server")
+
+
+def cache_file() -> Path:
+    return portable.user_cache() / "vaultmem" / "mcp-replies.json"
+
+
+def build_key(read_only: bool, profile: str, package: Path | None = None) -> str:
+    """What the recorded answers depend on: vaultmem's version and code (each module's size and
+    modification time, so an edited checkout never gets an old answer), the SDK's files, the
+    options, and the `VAULTMEM_*` environment."""
+    digest = hashlib.sha256(json.dumps([FORMAT, __version__, read_only, profile, sorted(session_environment().items()),
+                                        sys.version_info[:2]]).encode())
+    package = package or Path(__file__).resolve().parent.parent
+    for path in sorted(package.rglob("*.py")):
+        st = path.stat()
+        digest.update(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    for name in ("mcp", "mcp_types"):
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        if origin is None:
+            digest.update(f"{name}:absent;".encode())
+            continue
+        st = os.stat(origin)
+        digest.update(f"{name}:{origin}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return digest.hexdigest()[:32]
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    """The cache's entries, or {} when it is missing, unreadable, malformed, or could have
+    been written by someone else (its answers go to the model verbatim)."""
+    try:
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+                log.warning("not using %s: it must be this user's file that only this user can write", path)
+                return {}
+            if not stat.S_ISREG(st.st_mode):
+                return {}
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
+        return {}
+    return data["entries"]
+
+
+def recorded(key: str, path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The recorded answers for `key`: {protocol version: {"initialize": result, "tools/list": result}}."""
+    entry = _read_cache(path or cache_file()).get(key)
+    if not isinstance(entry, dict) or not isinstance(entry.get("versions"), dict):
+        return {}
+    out = {}
+    for version, answers in entry["versions"].items():
+        if (isinstance(answers, dict) and isinstance(answers.get("initialize"), dict)
+                and answers["initialize"].get("protocolVersion") == version):
+            out[version] = {m: r for m, r in answers.items() if m in RECORDED and isinstance(r, dict)}
+    return out
+
+
+def remember(key: str, version: str, method: str, result: dict[str, Any], path: Path | None = None) -> None:
+    """Add one answer to the cache (atomically; the last `KEEP` keys are kept). A cache that
+    cannot be written costs only speed: the failure is logged, the session goes on."""
+    path = path or cache_file()
+    try:
+        entries = _read_cache(path)
+        entry = entries.get(key) if isinstance(entries.get(key), dict) else None
+        entry = entry or {"versions": {}}
+        entry["used"] = time.time()
+        entry.setdefault("versions", {}).setdefault(version, {})[method] = result
+        entries[key] = entry
+        keep = sorted(entries, key=lambda k: entries[k].get("used", 0) if isinstance(entries[k], dict) else 0)
+        for old in keep[:-KEEP]:
+            del entries[old]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump({"format": FORMAT, "entries": entries}, handle, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.info("could not record the MCP answers in %s: %s", path, exc)
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(tmp)
+
+
+# -- answering early --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Early:
+    """What the early answers leave for the SDK: the client's initialize request (None if
+    none was answered), whether its `notifications/initialized` was read, the bytes read but
+    not answered, and whether the client has closed its end."""
+
+    initialize: str | None
+    unread: bytes
+    initialized: bool = True
+    closed: bool = False
+    answered: list[str] = dataclasses.field(default_factory=list)
+
+
+def warm() -> threading.Thread:
+    """Import what serving needs, on a daemon thread (an import error surfaces later, when the
+    main thread imports the same module)."""
+    import importlib
+
+    def run() -> None:
+        for name in _SERVING_MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001  (re-raised by the main thread's own import)
+                return
+
+    thread = threading.Thread(target=run, name="vaultmem-mcp-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def _request(line: bytes) -> dict[str, Any] | None:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if (not isinstance(message, dict) or message.get("jsonrpc") != "2.0"
+            or not isinstance(message.get("method"), str)):
+        return None
+    return message
+
+
+def _plain_id(message: dict[str, Any]) -> bool:
+    ident = message.get("id")
+    return isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool))
+
+
+def _initialize_version(message: dict[str, Any]) -> str | None:
+    """The protocol version an `initialize` request asks for, when it is one the early
+    answer can stand in for: fields as the specification has them, nothing else."""
+    params = message.get("params")
+    if not _plain_id(message) or not isinstance(params, dict) or set(message) - {"jsonrpc", "id", "method", "params"}:
+        return None
+    info = params.get("clientInfo")
+    if (set(params) != _INIT_FIELDS or not isinstance(params["capabilities"], dict)
+            or not isinstance(info, dict) or set(info) - _CLIENT_INFO_FIELDS
+            or not isinstance(info.get("name"), str) or not isinstance(info.get("version"), str)):
+        return None
+    version = params["protocolVersion"]
+    return version if isinstance(version, str) else None
+
+
+def _frame(ident: Any, result: dict[str, Any]) -> bytes:
+    return (json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}, separators=(",", ":"),
+                       ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def answer_early(answers: dict[str, dict[str, Any]], in_fd: int = 0, out_fd: int = 1,
+                 warm_up: bool = False) -> Early | None:
+    """Answer the session's first messages on `in_fd`/`out_fd` from `answers` (`recorded`)
+    until one needs the SDK (importing it meanwhile on a thread when `warm_up`); None when
+    nothing could be answered this way (no recorded answers, or the descriptors are not
+    pipes or sockets), and nothing was read."""
+    if not answers or not (portable.has_fcntl() and _is_pipe(in_fd) and _is_pipe(out_fd)):
+        return None
+    if warm_up:
+        warm()
+    buffer = b""
+    init_line: str | None = None
+    version: str | None = None
+    initialized = False
+    answered: list[str] = []
+    while True:
+        cut = buffer.find(b"\n")
+        if cut < 0:
+            try:
+                chunk = os.read(in_fd, 1 << 16)
+            except InterruptedError:
+                continue
+            if not chunk:
+                return Early(init_line, buffer, initialized, not buffer.strip(), answered)
+            buffer += chunk
+            continue
+        line, rest = buffer[:cut + 1], buffer[cut + 1:]
+        message = _request(line)
+        method = message.get("method") if message else None
+        if method == "initialize" and init_line is None and message is not None:
+            asked = _initialize_version(message)
+            if asked in answers and "initialize" in answers[asked]:
+                _write_all(out_fd, _frame(message["id"], answers[asked]["initialize"]))
+                init_line, version, buffer = line.decode("utf-8"), asked, rest
+                answered.append(method)
+                continue
+        elif (method == "notifications/initialized" and init_line is not None and not initialized
+              and message is not None and "id" not in message and not message.get("params")):
+            initialized, buffer = True, rest
+            continue
+        elif (method == "tools/list" and initialized and message is not None and _plain_id(message)
+              and not message.get("params") and version is not None and "tools/list" in answers[version]):
+            _write_all(out_fd, _frame(message["id"], answers[version]["tools/list"]))
+            buffer = rest
+            answered.append(method)
+            continue
+        return Early(init_line, buffer, initialized, False, answered)
+
+
+def _is_pipe(fd: int) -> bool:
+    from vaultmem.mcp.stdio import _is_pipe as is_pipe
+
+    return is_pipe(fd)
+
+
+# -- recording what the SDK answers ---------------------------------------------------------------
+
+
+class Recorder:
+    """Wraps a session's (lines, replies) to note the SDK's answers to `initialize` and
+    `tools/list` (`remember`); it looks only at the session's first few lines, then passes
+    everything through untouched."""
+
+    LOOK = 8
+
+    def __init__(self, key: str, lines: Any, replies: Any, path: Path | None = None) -> None:
+        self.key, self.lines, self.replies, self.path = key, lines, replies, path
+        self.known = recorded(key, path)  # what is recorded already is not written again
+        self.seen = 0
+        self.pending: dict[Any, str] = {}  # request id -> method
+        self.version: str | None = None
+
+    def __aiter__(self) -> Recorder:
+        return self
+
+    async def __anext__(self) -> str:
+        line: str = await self.lines.__anext__()
+        if self.seen < self.LOOK:
+            self.seen += 1
+            message = _request(line.encode("utf-8"))
+            if message is not None and _plain_id(message):
+                if message["method"] == "initialize":
+                    asked = _initialize_version(message)
+                    if asked is not None:
+                        self.pending[message["id"]] = "initialize"
+                        self.version = asked
+                elif message["method"] == "tools/list" and not message.get("params"):
+                    self.pending[message["id"]] = "tools/list"
+        return line
+
+    async def write(self, text: str) -> None:
+        if self.pending:
+            self._note(text)
+        await self.replies.write(text)
+
+    async def flush(self) -> None:
+        await self.replies.flush()
+
+    def _note(self, text: str) -> None:
+        try:
+            frame = json.loads(text)
+        except ValueError:
+            return
+        if not isinstance(frame, dict) or frame.get("id") not in self.pending or not isinstance(frame.get("result"), dict):
+            return
+        method = self.pending.pop(frame["id"])
+        result = frame["result"]
+        if self.version is None or (method == "initialize" and result.get("protocolVersion") != self.version):
+            return  # an unsupported version was asked for: the SDK chose another; not recorded
+        if self.known.get(self.version, {}).get(method) != result:
+            remember(self.key, self.version, method, result, self.path)
+            self.known.setdefault(self.version, {})[method] = result

@@ -86,6 +86,16 @@ def test_anything_but_a_plain_known_first_request_goes_to_the_sdk_untouched(firs
                                   closed=False, answered=[])
 
 
+def test_every_static_request_recorded_is_answered():
+    answers = {V: {**ANSWERS[V], "ping": {}, "prompts/list": {"prompts": []}}}
+    lines = [init(), INITIALIZED, '{"jsonrpc":"2.0","id":5,"method":"ping"}',
+             '{"jsonrpc":"2.0","id":6,"method":"prompts/list"}',
+             '{"jsonrpc":"2.0","id":7,"method":"resources/templates/list"}']  # not recorded here
+    early, frames = run(lines, answers=answers)
+    assert [(f["id"], f["result"]) for f in frames] == [(1, ANSWERS[V]["initialize"]), (5, {}), (6, {"prompts": []})]
+    assert early.unread == (lines[-1] + "\n").encode() and early.answered == ["initialize", "ping", "prompts/list"]
+
+
 def test_tools_list_before_the_initialized_notification_or_with_a_cursor_goes_to_the_sdk():
     early, frames = run([init(), TOOLS_LIST])
     assert [f["id"] for f in frames] == [1]
@@ -198,12 +208,18 @@ def raw_session(vault: Path, lines: list[str], answers: int) -> list[dict[str, A
 
 
 def test_raw_frames_match_and_a_session_without_the_initialized_notification_works(vault_path):
-    lines = [init(), INITIALIZED, TOOLS_LIST, '{"jsonrpc":"2.0","id":7,"method":"ping"}', CALL]
-    recorded = raw_session(vault_path, lines, 4)  # the SDK answers, and records
-    early = raw_session(vault_path, lines, 4)  # initialize and tools/list from the record
-    assert [f["id"] for f in early] == [1, 2, 7, 3]
+    lines = [init(), INITIALIZED, TOOLS_LIST, '{"jsonrpc":"2.0","id":7,"method":"ping"}',
+             '{"jsonrpc":"2.0","id":8,"method":"prompts/list"}',
+             '{"jsonrpc":"2.0","id":9,"method":"resources/templates/list"}', CALL]
+    recorded = raw_session(vault_path, lines, 6)  # the SDK answers, and records
+    early = raw_session(vault_path, lines, 6)  # all but the call from the record
+    assert [f["id"] for f in early] == [1, 2, 7, 8, 9, 3]
     assert early == recorded, (early, recorded)
-    assert early[2]["result"] == {} and early[3]["result"]["isError"] is False, early[3]
+    assert early[2]["result"] == {} and early[5]["result"]["isError"] is False
+    cache = Path(os.environ["HOME"]) / ".cache" / "vaultmem" / "mcp-replies.json"
+    [entry] = json.loads(cache.read_text())["entries"].values()
+    assert sorted(entry["versions"][V]) == ["initialize", "ping", "prompts/list", "resources/templates/list",
+                                            "tools/list"]
     # a client that calls a tool without sending notifications/initialized first
     terse = raw_session(vault_path, [init(), CALL], 2)
     assert [f["id"] for f in terse] == [1, 3] and terse[1]["result"]["isError"] is False

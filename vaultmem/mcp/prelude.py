@@ -1,17 +1,18 @@
 """A session's first messages answered while the MCP SDK loads.
 
 Importing the SDK is most of `vaultmem mcp`'s start-up (0.45-0.6 s of 0.55-0.9 s on a 2-core
-machine, docs/performance.md), yet a client's first requests need none of it: `initialize`
-and `tools/list` get the same answer every time from one build of vaultmem and the SDK, one
-tool profile, read-only or not, and one protocol version. So a session the SDK serves
-records those two answers (`Recorder`) in the user's cache folder, and the next `vaultmem mcp`
-with the same build and options answers them from there (`answer_early`) while a thread imports the
-SDK. The first message that is anything else (a tool call, a resource list, a `ping`, an
-unknown protocol version, an `initialize` with fields it does not know) hands the session to
-the SDK as if the SDK had read every line itself: the client's `initialize` is replayed to it
-with its answer dropped, then the unread bytes (`server.resumed`, the path a session handed
-back by a stopping watcher takes). A client that asked nothing else sees answers
-equal to the SDK's, about half a second sooner; a tool call waits until the SDK has loaded.
+machine, docs/performance.md), yet a client's first requests need none of it: `initialize`,
+`tools/list`, `prompts/list`, `resources/templates/list` and `ping` get the same answer every
+time from one build of vaultmem and the SDK, one tool profile, read-only or not, and one
+protocol version. So a session the SDK serves records those answers (`Recorder`) in the
+user's cache folder, and the next `vaultmem mcp` with the same build and options answers them
+from there (`answer_early`) while a thread imports the SDK. The first message that is
+anything else (a tool call, `resources/list`, a request with parameters, a protocol version
+nothing was recorded for, an `initialize` with fields it does not know) hands the session
+to the SDK as if the SDK had read every line itself: the client's `initialize` is replayed
+to it with its answer dropped, then the unread bytes (`server.resumed`, the path a session
+handed back by a stopping watcher takes). The client sees the SDK's own answers, about half
+a second sooner; a tool call waits until the SDK has loaded.
 
 Only where stdin and stdout are pipes or sockets (how every MCP client starts a server) and
 the event loop's pipe transports serve the session (`stdio.pipe_streams`: not Windows).
@@ -42,7 +43,10 @@ log = logging.getLogger("vaultmem.mcp.prelude")
 
 FORMAT = 1
 KEEP = 8  # builds/option sets remembered: a few clients with different profiles, an upgrade
-RECORDED = ("initialize", "tools/list")
+# Requests without parameters whose answer depends only on the build, the options and the
+# protocol version (resources/list does not: it lists the vault's memories).
+STATIC = ("tools/list", "prompts/list", "resources/templates/list", "ping")
+RECORDED = ("initialize", *STATIC)
 _INIT_FIELDS = frozenset({"protocolVersion", "capabilities", "clientInfo"})
 _CLIENT_INFO_FIELDS = frozenset({"name", "version", "title", "description", "websiteUrl", "icons"})
 # What serving a session imports; loaded by `warm` on a thread while the first messages are answered.
@@ -95,7 +99,7 @@ def _read_cache(path: Path) -> dict[str, Any]:
 
 
 def recorded(key: str, path: Path | None = None) -> dict[str, dict[str, Any]]:
-    """The recorded answers for `key`: {protocol version: {"initialize": result, "tools/list": result}}."""
+    """The recorded answers for `key`: {protocol version: {method: result}} (`RECORDED`)."""
     entry = _read_cache(path or cache_file()).get(key)
     if not isinstance(entry, dict) or not isinstance(entry.get("versions"), dict):
         return {}
@@ -247,9 +251,9 @@ def answer_early(answers: dict[str, dict[str, Any]], in_fd: int = 0, out_fd: int
               and message is not None and "id" not in message and not message.get("params")):
             initialized, buffer = True, rest
             continue
-        elif (method == "tools/list" and initialized and message is not None and _plain_id(message)
-              and not message.get("params") and version is not None and "tools/list" in answers[version]):
-            _write_all(out_fd, _frame(message["id"], answers[version]["tools/list"]))
+        elif (method in STATIC and initialized and message is not None and _plain_id(message)
+              and not message.get("params") and version is not None and method in answers[version]):
+            _write_all(out_fd, _frame(message["id"], answers[version][method]))
             buffer = rest
             answered.append(method)
             continue
@@ -266,9 +270,9 @@ def _is_pipe(fd: int) -> bool:
 
 
 class Recorder:
-    """Wraps a session's (lines, replies) to note the SDK's answers to `initialize` and
-    `tools/list` (`remember`); it looks only at the session's first few lines, then passes
-    everything through untouched."""
+    """Wraps a session's (lines, replies) to note the SDK's answers to `initialize` and the
+    `STATIC` requests (`remember`); it looks only at the session's first few lines, then
+    passes everything through untouched."""
 
     LOOK = 8
 
@@ -293,8 +297,8 @@ class Recorder:
                     if asked is not None:
                         self.pending[message["id"]] = "initialize"
                         self.version = asked
-                elif message["method"] == "tools/list" and not message.get("params"):
-                    self.pending[message["id"]] = "tools/list"
+                elif message["method"] in STATIC and not message.get("params"):
+                    self.pending[message["id"]] = message["method"]
         return line
 
     async def write(self, text: str) -> None:

@@ -105,6 +105,19 @@ def test_tools_list_before_the_initialized_notification_or_with_a_cursor_goes_to
     assert [f["id"] for f in frames] == [1] and early.unread == (paged + "\n").encode()
 
 
+def test_a_client_that_stops_reading_ends_the_session():
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.close(out_r)
+    os.write(in_w, (init() + "\n").encode())
+    try:
+        early = prelude.answer_early(ANSWERS, in_r, out_w)
+    finally:
+        for fd in (in_r, in_w, out_w):
+            os.close(fd)
+    assert early == prelude.Early(None, b"", closed=True)
+
+
 def test_nothing_recorded_or_no_pipes_answers_nothing(tmp_path):
     assert prelude.answer_early({}, 0, 1) is None
     with open(tmp_path / "f", "wb+") as handle:

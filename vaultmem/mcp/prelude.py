@@ -219,8 +219,17 @@ def answer_early(answers: dict[str, dict[str, Any]], in_fd: int = 0, out_fd: int
     pipes or sockets), and nothing was read."""
     if not answers or not (portable.has_fcntl() and _is_pipe(in_fd) and _is_pipe(out_fd)):
         return None
-    if warm_up:
-        warm()
+    loader = warm() if warm_up else None
+    try:
+        early = _answer(answers, in_fd, out_fd)
+    except BrokenPipeError:  # the client stopped reading: the session is over
+        early = Early(None, b"", closed=True)
+    if loader is not None and not early.closed:
+        loader.join()  # no two threads importing at once (a cycle in a library would deadlock them)
+    return early
+
+
+def _answer(answers: dict[str, dict[str, Any]], in_fd: int, out_fd: int) -> Early:
     buffer = b""
     init_line: str | None = None
     version: str | None = None

@@ -993,6 +993,29 @@ class Memories:
                     break
         if touched:
             self.index.refresh(touched)
+        if old != new:
+            edits.extend(self._retarget_canvases(old, new))
+        return edits
+
+    def _retarget_canvases(self, old: str, new: str) -> list[dict[str, Any]]:
+        """The vault's canvases' file cards that showed `old` show `new` (storage/canvas.py:
+        byte-exact; a canvas that is not valid JSON, or that changed meanwhile, stays)."""
+        from vaultmem.storage import canvas
+
+        edits: list[dict[str, Any]] = []
+        for rel in self.vault.canvas_files():
+            for _attempt in range(CAS_ATTEMPTS):
+                try:
+                    path = self.vault.abs(rel)
+                    text, stamp = self.vault.read_stamped(path)
+                except (VaultmemError, OSError, UnicodeDecodeError):
+                    break
+                new_text, changed = canvas.retarget(text, old, new)
+                if not changed:
+                    break
+                if self.vault.replace_if_unchanged(path, text, stamp, new_text):
+                    edits.extend({"path": rel, **c} for c in changed)
+                    break
         return edits
 
     def _exists(self, rel: str) -> bool:

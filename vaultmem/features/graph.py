@@ -23,6 +23,7 @@ from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound, NotOwned
 from vaultmem.base.timeutil import format_time, parse_time
 from vaultmem.core.memories import Memories
 from vaultmem.core.model import MAX_PAGE_SIZE, paginate
+from vaultmem.storage import canvas
 from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
 from vaultmem.storage.index import Record
@@ -353,8 +354,7 @@ STATUS_COLORS = {"active": "5", "promoted": "4", "archived": "2"}
 REVIEW_COLOR = "3"
 
 
-def _canvas_id(*parts: str) -> str:
-    return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:16]
+_canvas_id = canvas.node_id  # a card moves with its note: storage/canvas.py retargets the id too
 
 
 def export_canvas(store: Memories, out: Path | str, *, status: str = "all", around: str | None = None,

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from vaultmem.base import portable, secrets
 from vaultmem.base.config import SKIP_DIRS, TMP_MARK, Settings
 from vaultmem.base.errors import InvalidInput, VaultmemError
+from vaultmem.storage import canvas
 
 # Folders Obsidian, sync clients and vaultmem own; never scanned as notes.
 LOCK_TIMEOUT = 60.0
@@ -54,6 +56,7 @@ class Vault:
         self.index_dir = self.derived_dir / "index"
         self._lock: Any = None
         self.temp_files: list[str] = []  # temp files of interrupted writes the last scan met
+        self._canvases: tuple[float, list[str]] = (float("-inf"), [])  # (when, paths): canvas_files
 
     def _check_writable(self, path: Path) -> None:
         """On a read-only vault only the derived files in the cache may be written."""
@@ -163,13 +166,16 @@ class Vault:
             here = here / parts[i]
         return "/".join(parts)
 
-    def scan(self) -> dict[str, tuple[int, int]]:
-        """Every markdown note: vault-relative path -> (mtime_ns, size).
+    def scan(self, notes: bool = True) -> dict[str, tuple[int, int]]:
+        """Every markdown note: vault-relative path -> (mtime_ns, size); with notes=False only
+        the walk (no note is stat'ed, nothing returned).
 
-        Temp files of interrupted writes met on the way are kept in `self.temp_files`.
+        Temp files of interrupted writes met on the way are kept in `self.temp_files`, the
+        canvases in `canvas_files`'s list.
         """
         found: dict[str, tuple[int, int]] = {}
         temp: list[str] = []
+        canvases: list[str] = []
         root = str(self.root)
         prefix_len = len(root) + 1
         stack = [root]
@@ -191,14 +197,27 @@ class Vault:
                             if name not in SKIP_DIRS:
                                 stack.append(entry.path)
                         elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                            st = entry.stat(follow_symlinks=False)
-                            found[entry.path[prefix_len:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
+                            if notes:
+                                st = entry.stat(follow_symlinks=False)
+                                found[entry.path[prefix_len:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
+                        elif name.endswith(canvas.SUFFIX) and entry.is_file(follow_symlinks=False):
+                            canvases.append(entry.path[prefix_len:].replace(os.sep, "/"))
                     except OSError:
                         continue
         for state_folder in (self.state_dir, self.state_dir / "state"):  # skipped by the walk above
             with contextlib.suppress(OSError), os.scandir(state_folder) as entries:
                 temp.extend(e.path for e in entries if TMP_MARK in e.name)
         self.temp_files = temp
+        self._canvases = (time.monotonic(), sorted(canvases))
+        return found
+
+    def canvas_files(self, max_age: float = 2.0) -> list[str]:
+        """The vault's canvases (vault-relative), as a walk at most `max_age` seconds old found
+        them: the last scan's, else a walk that stats nothing."""
+        at, found = self._canvases
+        if time.monotonic() - at > max_age:
+            self.scan(notes=False)
+            at, found = self._canvases
         return found
 
     def stray_temp_files(self) -> list[Path]:

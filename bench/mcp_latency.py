@@ -3,6 +3,7 @@ bench_core's corpus (the one `bench_core.py`'s in-process figures use), and the 
 after the searches.
 
     python bench/mcp_latency.py --n 10000 --searches 200
+    python bench/mcp_latency.py --sizes 1000,10000,100000   # each size, and the growth
 
 With `vaultmem watch` running for the vault (`--keep DIR` builds one to start it on, `--vault
 DIR` measures it), the watcher serves the session and both processes' RSS are printed;
@@ -87,6 +88,8 @@ async def run(vault: Path, searches: int, cache: Path) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--sizes", help="comma-separated vault sizes, each built and measured, with the growth "
+                                    "from one to the next (e.g. 1000,10000,100000)")
     ap.add_argument("--searches", type=int, default=200)
     ap.add_argument("--vault", type=Path, help="measure this already-built vault (built by an earlier run with --keep)")
     ap.add_argument("--keep", type=Path, help="build the vault here and keep it")
@@ -96,28 +99,39 @@ def main() -> None:
         measure(args.vault.resolve(), args.searches)
         return
     if args.keep:
-        build_vault(args.keep, args.n)
-        subprocess.run([sys.executable, "-m", "vaultmem", "index", "rebuild", "--quiet", "--vault", str(args.keep)],
-                       check=True, capture_output=True, env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
+        build(args.keep, args.n)
         print(f"kept {args.keep}")
         return
-    with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-lat-") as tmp:
-        vault = Path(tmp) / "v"
-        build_vault(vault, args.n)
-        subprocess.run([sys.executable, "-m", "vaultmem", "index", "rebuild", "--quiet", "--vault", str(vault)],
-                       check=True, capture_output=True, env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
-        measure(vault, args.searches)
+    sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else [args.n]
+    rows = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-lat-") as tmp:
+            vault = Path(tmp) / "v"
+            build(vault, n)
+            print(f"-- {n:,} memories")
+            rows.append((n, measure(vault, args.searches)))
+    for (n1, a), (n2, b) in zip(rows, rows[1:], strict=False):
+        print(f"growth from {n1:,} to {n2:,}: " + ", ".join(
+            f"{key} x{b[key] / a[key]:.1f}" for key in a if a[key] and b.get(key)))
 
 
-def measure(vault: Path, searches: int) -> None:
+def build(vault: Path, n: int) -> None:
+    build_vault(vault, n)
+    subprocess.run([sys.executable, "-m", "vaultmem", "index", "rebuild", "--quiet", "--vault", str(vault)],
+                   check=True, capture_output=True, env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
+
+
+def measure(vault: Path, searches: int) -> dict[str, float]:
     """A first session with nothing recorded (it records its first answers), then the
-    session measured, which starts with them."""
+    session measured, which starts with them; prints and returns the figures."""
     with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-cache-") as cache:
         first = asyncio.run(run(vault, 1, Path(cache)))
-        for key in ("initialize answered s", "tools/list answered s", "1st search answered s"):
-            print(f"{'first start: ' + key:38s} {first[key]:8.2f}")
-        for key, value in asyncio.run(run(vault, searches, Path(cache))).items():
-            print(f"{key:38s} {value:8.2f}")
+        out = {"first start: " + key: first[key]
+               for key in ("initialize answered s", "tools/list answered s", "1st search answered s")}
+        out.update(asyncio.run(run(vault, searches, Path(cache))))
+    for key, value in out.items():
+        print(f"{key:38s} {value:8.2f}")
+    return out
 
 
 if __name__ == "__main__":

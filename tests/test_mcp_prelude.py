@@ -118,6 +118,36 @@ def test_a_client_that_stops_reading_ends_the_session():
     assert early == prelude.Early(None, b"", closed=True)
 
 
+def test_the_server_is_built_while_the_client_is_silent_once_the_sdk_has_loaded():
+    """`when_loaded` runs on the answering thread after the loader finished and before the
+    next message is read; the message is then left for the SDK as usual."""
+    import importlib
+    import threading
+    import time
+
+    for name in prelude._SERVING_MODULES:  # loaded already: the loader finishes at once
+        importlib.import_module(name)
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.write(in_w, f"{init()}\n{INITIALIZED}\n{TOOLS_LIST}\n".encode())
+    events: list[str] = []
+
+    def later() -> None:
+        time.sleep(0.3)
+        events.append("call sent")
+        os.write(in_w, (CALL + "\n").encode())
+
+    threading.Thread(target=later, daemon=True).start()
+    try:
+        early = prelude.answer_early(ANSWERS, in_r, out_w, warm_up=True,
+                                     when_loaded=lambda: events.append(f"built on {threading.current_thread().name}"))
+    finally:
+        for fd in (in_r, in_w, out_w, out_r):
+            os.close(fd)
+    assert events == [f"built on {threading.current_thread().name}", "call sent"]
+    assert early.answered == ["initialize", "tools/list"] and early.unread == (CALL + "\n").encode()
+
+
 def test_nothing_recorded_or_no_pipes_answers_nothing(tmp_path):
     assert prelude.answer_early({}, 0, 1) is None
     with open(tmp_path / "f", "wb+") as handle:

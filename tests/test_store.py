@@ -395,3 +395,19 @@ def test_a_long_lived_process_sees_another_process_s_write_without_a_rescan(vaul
     assert [m["use_count"] for m in server.search("deploys tuesdays")["results"]] == [1]
     server.close()
     cli.close()
+
+
+def test_warm_opens_the_index_and_reads_nothing_into_the_notes(store, vault_path):
+    """What a long-lived process does before its first call: the freshness check and the
+    searcher, read only (no note changes, the next search within the TTL scans nothing)."""
+    store.save("Deploys go out on Tuesdays", tags=["ops"])
+    store.close()
+    before = {p: p.read_bytes() for p in vault_path.rglob("*.md")}
+    store.freshness_ttl = 60.0
+    store.warm()
+    assert store.index._search is not None and store.last_sync is not None
+    assert {p: p.read_bytes() for p in vault_path.rglob("*.md")} == before
+    scans = []
+    store.vault.scan = lambda *a, **k: scans.append(1) or {}
+    assert [r["content"] for r in store.search("deploys")["results"]] == ["Deploys go out on Tuesdays"]
+    assert scans == []

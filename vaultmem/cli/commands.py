@@ -1005,8 +1005,9 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
 
     stdout carries only protocol frames; logs go to stderr. When `vaultmem watch` runs for
     the vault, it serves the session on this process's stdin and stdout (warm, the SDK
-    already loaded) and this process waits; else it serves here. `vaultmem mcp config`
-    prints a client's configuration; see docs/mcp.md.
+    already loaded) and this process waits; else it serves here, answering `initialize` and
+    `tools/list` at once with the answers it recorded from the SDK last time while the SDK
+    loads. `vaultmem mcp config` prints a client's configuration; see docs/mcp.md.
 
     \b
     Example:
@@ -1028,26 +1029,37 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
             ctx.exit(status)
         resume = status  # None, or the session the stopping watcher gave back: served here from now on
     profile = profile or load_settings(root).mcp_tools
+    built: list[Any] = []  # (store, server), built while the client is silent
+
+    def build() -> None:
+        store = _store(vault, quiet=True)
+        store.vault.require()
+        store.agent = agent or None
+        from vaultmem.mcp.server import prepare
+
+        built[:] = [store, prepare(store, read_only=read_only, profile=profile)]
+
     if resume is None:
-        resume = _answer_early(root, read_only, profile)
+        resume = _answer_early(root, read_only, profile, build)
         if resume is not None and resume.closed:  # the client left before asking for more
             ctx.exit(0)
-    store = _store(vault, quiet=True)
-    store.vault.require()
-    store.agent = agent or None
+    if not built:
+        build()
     from vaultmem.mcp.server import serve
 
-    serve(store, read_only=read_only, profile=profile, resume=resume)
+    serve(built[0], read_only=read_only, profile=profile, resume=resume, server=built[1])
 
 
-def _answer_early(root: Any, read_only: bool, profile: str) -> Any:
+def _answer_early(root: Any, read_only: bool, profile: str, build: Any) -> Any:
     """The session's first messages answered from the recorded answers while a thread loads
-    the SDK (mcp/prelude.py); None when they cannot be."""
+    the SDK, then `build` run if the client is still silent (mcp/prelude.py); None when they
+    cannot be answered so."""
     from vaultmem.mcp import prelude
 
     if not (root / ".vaultmem").is_dir():  # not a vault yet: `require` fails below, before any answer
         return None
-    return prelude.answer_early(prelude.recorded(prelude.build_key(read_only, profile)), warm_up=True)
+    return prelude.answer_early(prelude.recorded(prelude.build_key(read_only, profile)), warm_up=True,
+                                when_loaded=build)
 
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor")

@@ -162,6 +162,14 @@ class Memories:
         self._last_scan = time.monotonic()
         return self.last_sync
 
+    def warm(self) -> None:
+        """Open, before anyone asks, what a long-lived process's first search needs: the
+        freshness check (and with it the catalog), the full-text searcher and its filter of
+        live memories. Reads only; run it on the thread that will serve (SQLite connections
+        belong to their thread)."""
+        self.sync()
+        self.index.search("vaultmem", kinds=("memory",), statuses=DEFAULT_STATUSES, limit=1)
+
     def close(self) -> None:
         self.index.close()
         if self._vectors is not None:

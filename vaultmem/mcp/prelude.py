@@ -32,6 +32,7 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -212,16 +213,18 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def answer_early(answers: dict[str, dict[str, Any]], in_fd: int = 0, out_fd: int = 1,
-                 warm_up: bool = False) -> Early | None:
+                 warm_up: bool = False, when_loaded: Callable[[], None] | None = None) -> Early | None:
     """Answer the session's first messages on `in_fd`/`out_fd` from `answers` (`recorded`)
-    until one needs the SDK (importing it meanwhile on a thread when `warm_up`); None when
-    nothing could be answered this way (no recorded answers, or the descriptors are not
+    until one needs the SDK (importing it meanwhile on a thread when `warm_up`, then running
+    `when_loaded` on this thread if the client is still silent: building the server); None
+    when nothing could be answered this way (no recorded answers, or the descriptors are not
     pipes or sockets), and nothing was read."""
     if not answers or not (portable.has_fcntl() and _is_pipe(in_fd) and _is_pipe(out_fd)):
         return None
     loader = warm() if warm_up else None
+    idle = _Idle(loader, when_loaded) if loader is not None and when_loaded is not None else None
     try:
-        early = _answer(answers, in_fd, out_fd)
+        early = _answer(answers, in_fd, out_fd, idle)
     except BrokenPipeError:  # the client stopped reading: the session is over
         early = Early(None, b"", closed=True)
     if loader is not None and not early.closed:
@@ -229,7 +232,24 @@ def answer_early(answers: dict[str, dict[str, Any]], in_fd: int = 0, out_fd: int
     return early
 
 
-def _answer(answers: dict[str, dict[str, Any]], in_fd: int, out_fd: int) -> Early:
+class _Idle:
+    """While the client is silent: once the SDK has loaded, run `task` (once)."""
+
+    def __init__(self, loader: threading.Thread, task: Callable[[], None]) -> None:
+        self.loader = loader
+        self.task: Callable[[], None] | None = task
+
+    def wait(self, fd: int) -> None:
+        """Return when `fd` has something to read, having run the task if its time came first."""
+        import select
+
+        while self.task is not None and not select.select([fd], [], [], 0.02)[0]:
+            if not self.loader.is_alive():
+                task, self.task = self.task, None
+                task()
+
+
+def _answer(answers: dict[str, dict[str, Any]], in_fd: int, out_fd: int, idle: _Idle | None = None) -> Early:
     buffer = b""
     init_line: str | None = None
     version: str | None = None
@@ -238,6 +258,8 @@ def _answer(answers: dict[str, dict[str, Any]], in_fd: int, out_fd: int) -> Earl
     while True:
         cut = buffer.find(b"\n")
         if cut < 0:
+            if idle is not None:
+                idle.wait(in_fd)
             try:
                 chunk = os.read(in_fd, 1 << 16)
             except InterruptedError:

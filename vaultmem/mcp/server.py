@@ -115,6 +115,17 @@ class Bridge:
             log.warning("tool %s failed: %s", spec.name, mapped)
             return CallToolResult(content=[TextContent(type="text", text=f"Error: {one_line(mapped)}")], is_error=True)
 
+    def warm(self) -> None:
+        """Open the index on the store's thread now, so the first tool call does not
+        (`Memories.warm`); a failure here is the first call's to report."""
+        def work() -> None:
+            try:
+                self.raw_store.warm()
+            except Exception as exc:  # noqa: BLE001  (the same error reaches the first call)
+                log.debug("warming the index failed: %s", exc)
+
+        self._executor.submit(work)
+
     def close(self) -> None:
         self._executor.submit(self.raw_store.close).result()
         self._executor.shutdown(wait=True)
@@ -386,19 +397,30 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.setLevel(level)
 
 
-def serve(store: MemoryStore, *, read_only: bool = False, profile: str = "all", resume: Any = None) -> None:
-    """Run the stdio server until the client closes stdin (`resume`: a session the watcher
-    handed back, `host.Resume`)."""
-    configure_logging()
+def prepare(store: MemoryStore, *, read_only: bool = False, profile: str = "all") -> Any:
+    """The server for `store`, built, with the index opening on the store's thread (for
+    `serve`; `vaultmem mcp` builds it while the client is silent, mcp/prelude.py)."""
     # An assistant makes bursts of calls: re-scan the vault for Obsidian edits at most once
     # a second instead of before every call (10,000 stats each time).
     store.freshness_ttl = 1.0
     store.long_lived = True  # embeddings (when installed) load once here: hybrid by default
     server = build_server(store, read_only=read_only, profile=profile)
-    server.resume = resume
+    server.bridge.warm()  # while the client initializes
     from vaultmem.mcp.prelude import build_key
 
     server.record_key = build_key(read_only, profile)
+    return server
+
+
+def serve(store: MemoryStore, *, read_only: bool = False, profile: str = "all", resume: Any = None,
+          server: Any = None) -> None:
+    """Run the stdio server until the client closes stdin (`resume`: a session whose first
+    messages were answered early or that the watcher handed back; `server`: `prepare`'s,
+    else built here)."""
+    configure_logging()
+    if server is None:
+        server = prepare(store, read_only=read_only, profile=profile)
+    server.resume = resume
     import gc
 
     gc.freeze()  # the SDK's and the tools' objects live as long as the process: no collection walks them

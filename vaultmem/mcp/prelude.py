@@ -61,15 +61,15 @@ def cache_file() -> Path:
 
 def build_key(read_only: bool, profile: str, package: Path | None = None) -> str:
     """What the recorded answers depend on: vaultmem's version and code (each module's size and
-    modification time, so an edited checkout never gets an old answer), the SDK's files, the
-    options, and the `VAULTMEM_*` environment."""
+    modification time, so an edited checkout never gets an old answer), the SDK's and
+    pydantic's files, the options, and the `VAULTMEM_*` environment."""
     digest = hashlib.sha256(json.dumps([FORMAT, __version__, read_only, profile, sorted(session_environment().items()),
                                         sys.version_info[:2]]).encode())
     package = package or Path(__file__).resolve().parent.parent
     for path in sorted(package.rglob("*.py")):
         st = path.stat()
         digest.update(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns};".encode())
-    for name in ("mcp", "mcp_types"):
+    for name in ("mcp", "mcp_types", "pydantic", "pydantic_core"):  # pydantic writes the input schemas
         spec = importlib.util.find_spec(name)
         origin = spec.origin if spec is not None else None
         if origin is None:

@@ -105,3 +105,30 @@ def test_any_path_any_spelling_only_its_cards_change(old, new, other, ascii_only
     nodes = json.loads(edited)["nodes"]
     assert [n.get("file", n.get("text")) for n in nodes] == [new, old, other]
     assert changes == [{"line": text.count("\n", 0, text.index('"file":')) + 1, "old": old, "new": new}]
+
+
+def test_doctor_lists_cards_to_missing_files_and_canvases_obsidian_cannot_open(runner, vault_path):
+    write(vault_path, f"memory/stm/{JWT}.md", memory(JWT_ID, "Use JWT tokens for authentication in all new APIs"))
+    write(vault_path, "attachments/diagram.png", "png")
+    board = ('{"nodes":[\n'
+             f'{{"id":"a","type":"file","file":"{OLD}"}},\n'
+             '{"id":"b","type":"file","file":"attachments/diagram.png"},\n'
+             '{"id":"c","type":"file","file":"Projects/Gone.md"},\n'
+             '{"id":"d","type":"text","text":"Projects/Also gone.md"}\n]}\n')
+    write(vault_path, "Boards/Auth.canvas", board)
+    write(vault_path, "Boards/Broken.canvas", "{\"nodes\": [")
+    before = {p: p.read_bytes() for p in (vault_path / "Boards").iterdir()}
+    result = invoke(runner, "doctor", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["counts"]["canvas_cards"] == 2
+    assert [p for p in data["problems"] if p["check"] in ("broken_canvas_card", "malformed_canvas")] == [
+        {"check": "broken_canvas_card", "path": "Boards/Auth.canvas", "line": 4, "target": "Projects/Gone.md",
+         "message": "Boards/Auth.canvas:4: a card shows Projects/Gone.md, which is not in the vault; "
+                    "point the card at the note or remove it"},
+        {"check": "malformed_canvas", "path": "Boards/Broken.canvas",
+         "message": "Boards/Broken.canvas is not a JSON Canvas file (Obsidian cannot open it); "
+                    "fix its JSON or delete it"}]
+    assert {p: p.read_bytes() for p in (vault_path / "Boards").iterdir()} == before  # reported, never rewritten
+    text = invoke(runner, "doctor")
+    assert "broken_canvas_card: Boards/Auth.canvas:4: a card shows Projects/Gone.md" in text.output

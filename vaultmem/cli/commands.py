@@ -454,7 +454,7 @@ def backlinks(ref: str, vault: str | None, as_json: bool) -> None:
 @output_options
 @handle_errors
 def doctor(vault: str | None, as_json: bool) -> None:
-    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies, credentials.
+    """Check the vault: broken links, duplicate ids and names, malformed notes, conflict copies, credentials, canvas cards.
 
     Exits 1 when it finds a problem.
 

@@ -992,7 +992,7 @@ class Memories:
                 if target_old:
                     new_text, changed = linkmod.retarget(text, found, src, target_old, target_new, sources[src])
                 else:
-                    new_text, changed = linkmod.refolder(text, found, old, new, self._exists)
+                    new_text, changed = linkmod.refolder(text, found, old, new, self.file_exists)
                 if not changed:
                     break
                 if self.vault.replace_if_unchanged(path, text, stamp, new_text):
@@ -1026,7 +1026,7 @@ class Memories:
                     break
         return edits
 
-    def _exists(self, rel: str) -> bool:
+    def file_exists(self, rel: str) -> bool:
         """True when a file (a note or an attachment) is at this vault-relative path."""
         try:
             return self.vault.abs(rel).is_file()

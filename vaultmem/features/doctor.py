@@ -102,6 +102,31 @@ def credentials(store: Memories, cat: Catalog) -> list[Problem]:
     return problems
 
 
+def canvas_cards(store: Memories, cat: Catalog) -> list[Problem]:
+    """Canvas file cards that show a file the vault does not have (deleted, or moved by hand
+    without Obsidian), and canvases Obsidian cannot open (not JSON Canvas)."""
+    from vaultmem.storage import canvas
+
+    problems: list[Problem] = []
+    for rel in store.vault.canvas_files():  # the sync just walked, or walks now
+        try:
+            text = store.vault.abs(rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        cards = canvas.file_cards(text)
+        if cards is None:
+            problems.append({"check": "malformed_canvas", "path": rel,
+                             "message": f"{rel} is not a JSON Canvas file (Obsidian cannot open it); "
+                                        "fix its JSON or delete it"})
+            continue
+        for line, target in cards:
+            if not store.file_exists(target):
+                problems.append({"check": "broken_canvas_card", "path": rel, "line": line, "target": target,
+                                 "message": f"{rel}:{line}: a card shows {target}, which is not in the vault; "
+                                            "point the card at the note or remove it"})
+    return problems
+
+
 def dashboard(store: Memories, cat: Catalog) -> list[Problem]:
     """vaultmem's Bases dashboard computes the score with an older configuration."""
     from vaultmem.features import obsidian
@@ -121,6 +146,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("conflict_copies", conflict_copies),
     ("credentials", credentials),
     ("dashboard", dashboard),
+    ("canvas_cards", canvas_cards),
 ]
 
 

@@ -89,3 +89,30 @@ def _parsed(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return None
+
+
+def file_cards(text: str) -> list[tuple[int, str]] | None:
+    """(line, path) of each file card, in the order written; None when the canvas is not
+    valid JSON Canvas (no `nodes` list)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    if not isinstance(nodes, list):
+        return None
+    wanted = [n["file"] for n in nodes if isinstance(n, dict) and n.get("type") == "file"
+              and isinstance(n.get("file"), str)]
+    lines: dict[str, list[int]] = {}
+    for match in _FILE_VALUE.finditer(text):
+        try:
+            value = json.loads(match.group(1))
+        except ValueError:
+            continue
+        lines.setdefault(value, []).append(text.count("\n", 0, match.start(1)) + 1)
+    out = []
+    for path in wanted:
+        found = lines.get(path)
+        out.append((found.pop(0) if found else 0, path))
+    return out
+

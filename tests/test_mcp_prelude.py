@@ -123,7 +123,6 @@ def test_the_server_is_built_while_the_client_is_silent_once_the_sdk_has_loaded(
     next message is read; the message is then left for the SDK as usual."""
     import importlib
     import threading
-    import time
 
     for name in prelude._SERVING_MODULES:  # loaded already: the loader finishes at once
         importlib.import_module(name)
@@ -131,16 +130,20 @@ def test_the_server_is_built_while_the_client_is_silent_once_the_sdk_has_loaded(
     out_r, out_w = os.pipe()
     os.write(in_w, f"{init()}\n{INITIALIZED}\n{TOOLS_LIST}\n".encode())
     events: list[str] = []
+    built = threading.Event()
 
-    def later() -> None:
-        time.sleep(0.3)
+    def build() -> None:
+        events.append(f"built on {threading.current_thread().name}")
+        built.set()
+
+    def later() -> None:  # the client's next message, once the server is built (or after 10 s)
+        built.wait(10)
         events.append("call sent")
         os.write(in_w, (CALL + "\n").encode())
 
     threading.Thread(target=later, daemon=True).start()
     try:
-        early = prelude.answer_early(ANSWERS, in_r, out_w, warm_up=True,
-                                     when_loaded=lambda: events.append(f"built on {threading.current_thread().name}"))
+        early = prelude.answer_early(ANSWERS, in_r, out_w, warm_up=True, when_loaded=build)
     finally:
         for fd in (in_r, in_w, out_w, out_r):
             os.close(fd)

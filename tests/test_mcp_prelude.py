@@ -187,6 +187,15 @@ def test_a_cache_others_can_write_or_a_broken_one_is_not_used(tmp_path):
     assert prelude.recorded("k", path) == {V: {"initialize": ANSWERS[V]["initialize"]}}
 
 
+def test_a_cache_edited_into_odd_shapes_is_written_over_not_fatal(tmp_path):
+    path = tmp_path / "mcp-replies.json"
+    path.write_text(json.dumps({"format": 1, "entries": {"k": {"versions": [], "used": "yesterday"},
+                                                          "j": "x", "i": {"used": True}}}))
+    prelude.remember("k", V, "initialize", ANSWERS[V]["initialize"], path)
+    assert prelude.recorded("k", path) == {V: {"initialize": ANSWERS[V]["initialize"]}}
+    assert prelude.recorded("j", path) == {} and prelude.recorded("i", path) == {}
+
+
 def test_the_key_follows_options_environment_and_code(tmp_path, monkeypatch):
     package = tmp_path / "pkg"
     package.mkdir()

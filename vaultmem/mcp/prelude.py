@@ -55,8 +55,12 @@ _SERVING_MODULES = ("vaultmem.store", "mcp.server", "mcp.server.stdio", "mcp.sha
                     "mcp.shared.message", "mcp_types.jsonrpc", "vaultmem.mcp.server")
 
 
-def cache_file() -> Path:
-    return portable.user_cache() / "vaultmem" / "mcp-replies.json"
+def cache_file() -> Path | None:
+    """Where the answers are recorded; None when this user has no home folder to cache in."""
+    try:
+        return portable.user_cache() / "vaultmem" / "mcp-replies.json"
+    except RuntimeError:  # Path.home() with neither $HOME nor a password entry
+        return None
 
 
 def build_key(read_only: bool, profile: str, package: Path | None = None) -> str:
@@ -101,7 +105,8 @@ def _read_cache(path: Path) -> dict[str, Any]:
 
 def recorded(key: str, path: Path | None = None) -> dict[str, dict[str, Any]]:
     """The recorded answers for `key`: {protocol version: {method: result}} (`RECORDED`)."""
-    entry = _read_cache(path or cache_file()).get(key)
+    path = path or cache_file()
+    entry = _read_cache(path).get(key) if path is not None else None
     if not isinstance(entry, dict) or not isinstance(entry.get("versions"), dict):
         return {}
     out = {}
@@ -116,14 +121,23 @@ def remember(key: str, version: str, method: str, result: dict[str, Any], path: 
     """Add one answer to the cache (atomically; the last `KEEP` keys are kept). A cache that
     cannot be written costs only speed: the failure is logged, the session goes on."""
     path = path or cache_file()
+    if path is None:
+        return
     try:
         entries = _read_cache(path)
-        entry = entries.get(key) if isinstance(entries.get(key), dict) else None
-        entry = entry or {"versions": {}}
+        entry = entries.get(key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("versions"), dict):
+            entry = {"versions": {}}
+        answers = entry["versions"].get(version)
+        entry["versions"][version] = {**(answers if isinstance(answers, dict) else {}), method: result}
         entry["used"] = time.time()
-        entry.setdefault("versions", {}).setdefault(version, {})[method] = result
         entries[key] = entry
-        keep = sorted(entries, key=lambda k: entries[k].get("used", 0) if isinstance(entries[k], dict) else 0)
+
+        def used(k: str) -> float:
+            stamp = entries[k].get("used") if isinstance(entries[k], dict) else None
+            return float(stamp) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else 0.0
+
+        keep = sorted(entries, key=used)
         for old in keep[:-KEEP]:
             del entries[old]
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -334,7 +348,10 @@ class Recorder:
 
     async def write(self, text: str) -> None:
         if self.pending:
-            self._note(text)
+            try:
+                self._note(text)
+            except Exception as exc:  # noqa: BLE001  (recording is an optimisation: never the session's end)
+                log.info("could not record an MCP answer: %s", exc)
         await self.replies.write(text)
 
     async def flush(self) -> None:

@@ -1028,38 +1028,16 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
         if isinstance(status, int):  # the watcher served the session
             ctx.exit(status)
         resume = status  # None, or the session the stopping watcher gave back: served here from now on
-    profile = profile or load_settings(root).mcp_tools
-    built: list[Any] = []  # (store, server), built while the client is silent
+    from vaultmem.mcp.prelude import serve_stdio
 
-    def build() -> None:
+    def open_store() -> Any:
         store = _store(vault, quiet=True)
         store.vault.require()
         store.agent = agent or None
-        from vaultmem.mcp.server import prepare
+        return store
 
-        built[:] = [store, prepare(store, read_only=read_only, profile=profile)]
-
-    if resume is None:
-        resume = _answer_early(root, read_only, profile, build)
-        if resume is not None and resume.closed:  # the client left before asking for more
-            ctx.exit(0)
-    if not built:
-        build()
-    from vaultmem.mcp.server import serve
-
-    serve(built[0], read_only=read_only, profile=profile, resume=resume, server=built[1])
-
-
-def _answer_early(root: Any, read_only: bool, profile: str, build: Any) -> Any:
-    """The session's first messages answered from the recorded answers while a thread loads
-    the SDK, then `build` run if the client is still silent (mcp/prelude.py); None when they
-    cannot be answered so."""
-    from vaultmem.mcp import prelude
-
-    if not (root / ".vaultmem").is_dir():  # not a vault yet: `require` fails below, before any answer
-        return None
-    return prelude.answer_early(prelude.recorded(prelude.build_key(read_only, profile)), warm_up=True,
-                                when_loaded=build)
+    ctx.exit(serve_stdio(root, open_store, read_only=read_only, profile=profile or load_settings(root).mcp_tools,
+                         resume=resume))
 
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor")

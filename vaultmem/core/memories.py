@@ -10,6 +10,7 @@ per feature operation. Results are plain dicts with the seeds' keys (`success`,
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import os
 import re
@@ -975,56 +976,53 @@ class Memories:
         jobs = [(src, old, new) for src in sorted(sources) if src != new]
         if refolder and old.rsplit("/", 1)[0] != new.rsplit("/", 1)[0]:
             jobs.append((new, "", ""))  # the moved note's relative links
+
+        def relinked(src: str, target_old: str, target_new: str, text: str) -> tuple[str, list[dict[str, Any]]]:
+            try:
+                split = notes.split_note(text)
+                props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
+            except MalformedNote:
+                return text, []  # a broken note is never rewritten; doctor lists its links
+            offset = split.head.count("\n")
+            found = linkmod.note_links(split.frontmatter, props, split.body, offset, src)
+            if target_old:
+                return linkmod.retarget(text, found, src, target_old, target_new, sources[src])
+            return linkmod.refolder(text, found, old, new, self.file_exists)
+
         for src, target_old, target_new in jobs:
-            for _attempt in range(CAS_ATTEMPTS):
-                path = self.vault.abs(src)
-                try:
-                    text, stamp = self.vault.read_stamped(path)
-                except (FileNotFoundError, UnicodeDecodeError):
-                    break
-                try:
-                    split = notes.split_note(text)
-                    props = notes.load_yaml(split.frontmatter) if split.frontmatter is not None else {}
-                except MalformedNote:
-                    break  # a broken note is never rewritten; doctor lists its links
-                offset = split.head.count("\n")
-                found = linkmod.note_links(split.frontmatter, props, split.body, offset, src)
-                if target_old:
-                    new_text, changed = linkmod.retarget(text, found, src, target_old, target_new, sources[src])
-                else:
-                    new_text, changed = linkmod.refolder(text, found, old, new, self.file_exists)
-                if not changed:
-                    break
-                if self.vault.replace_if_unchanged(path, text, stamp, new_text):
-                    edits.extend({"path": src, **c} for c in changed)
-                    touched.append(src)
-                    break
+            made = self._edit_file(src, functools.partial(relinked, src, target_old, target_new),
+                                   (FileNotFoundError, UnicodeDecodeError))
+            if made:
+                edits.extend(made)
+                touched.append(src)
         if touched:
             self.index.refresh(touched)
-        if old != new:
-            edits.extend(self._retarget_canvases(old, new))
+        if old != new:  # the canvases' file cards (storage/canvas.py: a broken canvas stays)
+            from vaultmem.storage import canvas
+
+            for rel in self.vault.canvas_files():
+                edits.extend(self._edit_file(rel, lambda text: canvas.retarget(text, old, new),
+                                             (VaultmemError, OSError, UnicodeDecodeError)))
         return edits
 
-    def _retarget_canvases(self, old: str, new: str) -> list[dict[str, Any]]:
-        """The vault's canvases' file cards that showed `old` show `new` (storage/canvas.py:
-        byte-exact; a canvas that is not valid JSON, or that changed meanwhile, stays)."""
-        from vaultmem.storage import canvas
-
-        edits: list[dict[str, Any]] = []
-        for rel in self.vault.canvas_files():
-            for _attempt in range(CAS_ATTEMPTS):
-                try:
-                    path = self.vault.abs(rel)
-                    text, stamp = self.vault.read_stamped(path)
-                except (VaultmemError, OSError, UnicodeDecodeError):
-                    break
-                new_text, changed = canvas.retarget(text, old, new)
-                if not changed:
-                    break
-                if self.vault.replace_if_unchanged(path, text, stamp, new_text):
-                    edits.extend({"path": rel, **c} for c in changed)
-                    break
-        return edits
+    def _edit_file(self, rel: str, change: Callable[[str], tuple[str, list[dict[str, Any]]]],
+                   unreadable: tuple[type[Exception], ...]) -> list[dict[str, Any]]:
+        """`change` (text -> (new text, its edits)) applied to the file at `rel`, byte-exactly,
+        and written only if the file is still what it was computed from (else read again and
+        retried: CAS). The edits, each with the file's path; [] when nothing changed or the
+        file was `unreadable`."""
+        for _attempt in range(CAS_ATTEMPTS):
+            try:
+                path = self.vault.abs(rel)
+                text, stamp = self.vault.read_stamped(path)
+            except unreadable:
+                return []
+            new_text, changed = change(text)
+            if not changed:
+                return []
+            if self.vault.replace_if_unchanged(path, text, stamp, new_text):
+                return [{"path": rel, **c} for c in changed]
+        return []
 
     def file_exists(self, rel: str) -> bool:
         """True when a file (a note or an attachment) is at this vault-relative path."""

@@ -354,9 +354,6 @@ STATUS_COLORS = {"active": "5", "promoted": "4", "archived": "2"}
 REVIEW_COLOR = "3"
 
 
-_canvas_id = canvas.node_id  # a card moves with its note: storage/canvas.py retargets the id too
-
-
 def export_canvas(store: Memories, out: Path | str, *, status: str = "all", around: str | None = None,
                   depth: int = 2) -> dict[str, Any]:
     """Write a JSON Canvas 1.0 file: one file node per note, one labelled edge per relation."""
@@ -404,7 +401,7 @@ def export_canvas(store: Memories, out: Path | str, *, status: str = "all", arou
                 radius = r * (NODE_WIDTH + 250)
                 angle = 2 * math.pi * i / len(ring)
                 x, y = round(radius * math.cos(angle)), round(radius * math.sin(angle))
-            node_id[path] = _canvas_id("node", path)
+            node_id[path] = canvas.node_id("node", path)
             node: dict[str, Any] = {"id": node_id[path], "type": "file", "file": path, "x": int(x), "y": int(y),
                                     "width": NODE_WIDTH, "height": NODE_HEIGHT}
             rec = records.get(path)
@@ -423,16 +420,16 @@ def export_canvas(store: Memories, out: Path | str, *, status: str = "all", arou
             if key in seen:  # a note linking twice to one note (body and relation, two mentions): one edge
                 continue
             seen.add(key)
-            edge = {"id": _canvas_id("edge", *key), "fromNode": node_id[e.src], "toNode": node_id[e.dst],
+            edge = {"id": canvas.node_id("edge", *key), "fromNode": node_id[e.src], "toNode": node_id[e.dst],
                     "toEnd": "arrow"}
             if e.type and e.type != "links_to":  # a typed relation is labelled; a plain link is not
                 edge["label"] = e.type
             edges_json.append(edge)
-    canvas = {"nodes": nodes_json, "edges": edges_json}
+    document = {"nodes": nodes_json, "edges": edges_json}
     target = store.vault.abs(rel)
     with store.vault.lock():
         _check_replaceable(target, rel)
-        store.vault.write_text(target, json.dumps(canvas, indent="\t", ensure_ascii=False) + "\n")
+        store.vault.write_text(target, json.dumps(document, indent="\t", ensure_ascii=False) + "\n")
     return {"success": True, "path": rel, "nodes": len(nodes_json), "edges": len(edges_json),
             "message": f"Wrote {rel} ({len(nodes_json)} notes, {len(edges_json)} links)"}
 
@@ -461,7 +458,7 @@ def _check_replaceable(path: Path, rel: str) -> None:
         data = json.loads(path.read_bytes())
         nodes = data.get("nodes", []) if isinstance(data, dict) else None
         ours = isinstance(nodes, list) and all(
-            isinstance(n, dict) and n.get("type") == "file" and n.get("id") == _canvas_id("node", str(n.get("file")))
+            isinstance(n, dict) and n.get("type") == "file" and n.get("id") == canvas.node_id("node", str(n.get("file")))
             for n in nodes)
     except (ValueError, OSError):
         ours = False

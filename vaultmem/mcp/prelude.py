@@ -151,6 +151,40 @@ def remember(key: str, version: str, method: str, result: dict[str, Any], path: 
             os.unlink(tmp)
 
 
+# -- serving a session ------------------------------------------------------------------------------
+
+
+def serve_stdio(root: Path, open_store: Callable[[], Any], *, read_only: bool, profile: str,
+                resume: Any = None) -> int:
+    """Serve the MCP session on stdin and stdout (`vaultmem mcp`): its first messages answered
+    from the record while the SDK loads (when `resume` is None: no watcher handed a session
+    back), the store (`open_store`) and server built while the client is silent, then the
+    SDK serving the rest (`server.serve`). The exit status."""
+    key = build_key(read_only, profile)
+    prepared: tuple[Any, Any] | None = None
+
+    def build() -> None:
+        nonlocal prepared
+        from vaultmem.mcp.server import prepare
+
+        store = open_store()
+        prepared = store, prepare(store, read_only=read_only, profile=profile,
+                                  record=lambda lines, replies: Recorder(key, lines, replies))
+
+    if resume is None and (root / ".vaultmem").is_dir():  # not a vault yet: open_store fails, before any answer
+        resume = answer_early(recorded(key), warm_up=True, when_loaded=build)
+        if resume is not None and resume.closed:  # the client left before asking for more
+            return 0
+    if prepared is None:
+        build()
+    assert prepared is not None
+    store, server = prepared
+    from vaultmem.mcp.server import serve
+
+    serve(store, read_only=read_only, profile=profile, resume=resume, server=server)
+    return 0
+
+
 # -- answering early --------------------------------------------------------------------------------
 
 
@@ -233,7 +267,7 @@ def answer_early(answers: dict[str, dict[str, Any]], in_fd: int = 0, out_fd: int
     `when_loaded` on this thread if the client is still silent: building the server); None
     when nothing could be answered this way (no recorded answers, or the descriptors are not
     pipes or sockets), and nothing was read."""
-    if not answers or not (portable.has_fcntl() and _is_pipe(in_fd) and _is_pipe(out_fd)):
+    if not answers or not portable.piped(in_fd, out_fd):
         return None
     loader = warm() if warm_up else None
     idle = _Idle(loader, when_loaded) if loader is not None and when_loaded is not None else None
@@ -303,12 +337,6 @@ def _answer(answers: dict[str, dict[str, Any]], in_fd: int, out_fd: int, idle: _
             answered.append(method)
             continue
         return Early(init_line, buffer, initialized, False, answered)
-
-
-def _is_pipe(fd: int) -> bool:
-    from vaultmem.mcp.stdio import _is_pipe as is_pipe
-
-    return is_pipe(fd)
 
 
 # -- recording what the SDK answers ---------------------------------------------------------------

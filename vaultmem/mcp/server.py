@@ -236,11 +236,9 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
                     return
                 # a session whose first messages were answered early, or that the watcher gave back
                 lines, replies = pipes if resume is None else resumed(resume, *pipes)
-                key = getattr(self, "record_key", None)
-                if key is not None:  # the next start answers initialize and tools/list early
-                    from vaultmem.mcp.prelude import Recorder
-
-                    lines = replies = Recorder(key, lines, replies)
+                record = getattr(self, "record", None)
+                if record is not None:  # the next start answers initialize and tools/list early
+                    lines = replies = record(lines, replies)
                 await serve_session(self, lines, replies)
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -397,18 +395,18 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.setLevel(level)
 
 
-def prepare(store: MemoryStore, *, read_only: bool = False, profile: str = "all") -> Any:
+def prepare(store: MemoryStore, *, read_only: bool = False, profile: str = "all",
+            record: Callable[[Any, Any], Any] | None = None) -> Any:
     """The server for `store`, built, with the index opening on the store's thread (for
-    `serve`; `vaultmem mcp` builds it while the client is silent, mcp/prelude.py)."""
+    `serve`; `vaultmem mcp` builds it while the client is silent, mcp/prelude.py). `record`
+    wraps a session's (lines, replies) to note its first answers (`prelude.Recorder`)."""
     # An assistant makes bursts of calls: re-scan the vault for Obsidian edits at most once
     # a second instead of before every call (10,000 stats each time).
     store.freshness_ttl = 1.0
     store.long_lived = True  # embeddings (when installed) load once here: hybrid by default
     server = build_server(store, read_only=read_only, profile=profile)
     server.bridge.warm()  # while the client initializes
-    from vaultmem.mcp.prelude import build_key
-
-    server.record_key = build_key(read_only, profile)
+    server.record = record
     return server
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import stat
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -55,20 +54,12 @@ class Replies:
         await self.writer.drain()
 
 
-def _is_pipe(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
 @contextlib.asynccontextmanager
 async def pipe_streams(unread: bytes = b"") -> AsyncIterator[tuple[Lines, Replies] | None]:
     """(lines, replies) over the process's stdin and stdout, or None where the SDK's threaded
     streams must serve (see the module's docstring); `unread`: bytes already read from stdin,
     which the lines begin with."""
-    if not (portable.has_fcntl() and _is_pipe(0) and _is_pipe(1)):
+    if not portable.piped(0, 1):
         yield None
         return
     import fcntl

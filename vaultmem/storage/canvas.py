@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 SUFFIX = ".canvas"
@@ -31,28 +32,20 @@ def retarget(text: str, old: str, new: str) -> tuple[str, list[dict[str, Any]]]:
     if (json.dumps(old, ensure_ascii=False)[1:-1] not in text and json.dumps(old)[1:-1] not in text
             and "\\/" not in text and "\\u" not in text):
         return text, []  # the common case (Obsidian escapes neither / nor letters): not mentioned
-    try:
-        data = json.loads(text)
-    except ValueError:
+    data = _canvas(text)
+    if data is None:
         return text, []
-    nodes = data.get("nodes") if isinstance(data, dict) else None
-    if not isinstance(nodes, list):
-        return text, []
+    nodes = data["nodes"]
     hits = [n for n in nodes if isinstance(n, dict) and n.get("type") == "file" and n.get("file") == old]
     if not hits:
         return text, []
     new_literal = json.dumps(new, ensure_ascii=False)
     pieces, changes, last = [], [], 0
-    for match in _FILE_VALUE.finditer(text):
-        try:
-            value = json.loads(match.group(1))
-        except ValueError:
-            continue
-        if value != old:
-            continue
-        pieces += [text[last:match.start(1)], new_literal]
-        last = match.end(1)
-        changes.append({"line": text.count("\n", 0, match.start(1)) + 1, "old": old, "new": new})
+    for start, end, line, value in _file_values(text):
+        if value == old:
+            pieces += [text[last:start], new_literal]
+            last = end
+            changes.append({"line": line, "old": old, "new": new})
     edited = "".join(pieces) + text[last:]
     # A card vaultmem exported carries an id made from its path: it moves with the path, and
     # the edges that name it too, so the canvas stays recognisably vaultmem's (graph.py).
@@ -62,9 +55,43 @@ def retarget(text: str, old: str, new: str) -> tuple[str, list[dict[str, Any]]]:
         renamed = {node_id("node", old): node_id("node", new)}
         for before, after in renamed.items():
             edited = edited.replace(f'"{before}"', f'"{after}"')
-    if _expected(data, old, new, renamed) != _parsed(edited):
+    if _expected(data, old, new, renamed) != _canvas(edited):
         return text, []
     return edited, changes
+
+
+def file_cards(text: str) -> list[tuple[int, str]] | None:
+    """(line, path) of each file card, in the order written; None when the canvas is not
+    valid JSON Canvas (no `nodes` list)."""
+    data = _canvas(text)
+    if data is None:
+        return None
+    lines: dict[str, list[int]] = {}
+    for _start, _end, line, value in _file_values(text):
+        lines.setdefault(value, []).append(line)
+    return [(lines[n["file"]].pop(0) if lines.get(n["file"]) else 0, n["file"]) for n in data["nodes"]
+            if isinstance(n, dict) and n.get("type") == "file" and isinstance(n.get("file"), str)]
+
+
+def _canvas(text: str) -> dict[str, Any] | None:
+    """The parsed canvas, or None when it is not JSON with a `nodes` list."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("nodes"), list) else None
+
+
+def _file_values(text: str) -> Iterator[tuple[int, int, int, Any]]:
+    """(start, end, line, value) of each `"file": "..."` value's JSON string in `text`."""
+    line, counted = 1, 0
+    for match in _FILE_VALUE.finditer(text):
+        try:
+            value = json.loads(match.group(1))
+        except ValueError:
+            continue
+        line, counted = line + text.count("\n", counted, match.start(1)), match.start(1)
+        yield match.start(1), match.end(1), line, value
 
 
 def _expected(data: dict[str, Any], old: str, new: str, renamed: dict[str, str]) -> Any:
@@ -82,37 +109,3 @@ def _expected(data: dict[str, Any], old: str, new: str, renamed: dict[str, str])
                 if edge.get(end) in renamed:
                     edge[end] = renamed[edge[end]]
     return out
-
-
-def _parsed(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def file_cards(text: str) -> list[tuple[int, str]] | None:
-    """(line, path) of each file card, in the order written; None when the canvas is not
-    valid JSON Canvas (no `nodes` list)."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    nodes = data.get("nodes") if isinstance(data, dict) else None
-    if not isinstance(nodes, list):
-        return None
-    wanted = [n["file"] for n in nodes if isinstance(n, dict) and n.get("type") == "file"
-              and isinstance(n.get("file"), str)]
-    lines: dict[str, list[int]] = {}
-    for match in _FILE_VALUE.finditer(text):
-        try:
-            value = json.loads(match.group(1))
-        except ValueError:
-            continue
-        lines.setdefault(value, []).append(text.count("\n", 0, match.start(1)) + 1)
-    out = []
-    for path in wanted:
-        found = lines.get(path)
-        out.append((found.pop(0) if found else 0, path))
-    return out
-

@@ -781,14 +781,14 @@ class Index:
         from vaultmem.storage import bm25
 
         _check_syntax(text)
-        ix = self.ix
         text = natural_query(text)
         searcher = self._searcher()
         allowed = self._allowed(searcher, kinds, statuses, tags)
         if not allowed:
             return [], True
         words = bm25.plain_words(text)
-        plan = bm25.query_terms(ix.schema, fields, words, _stemmer()) if words is not None else None
+        plan = bm25.query_terms(searcher.schema, fields,  # ix.schema re-reads the TOC file each time
+                                words, _stemmer()) if words is not None else None
         if plan is not None:  # plain words: BM25F straight off the postings (see bm25.py)
             terms, n_words = plan
             scores, masks = bm25.score(searcher, terms, allowed, BM25_B, BM25_K1, self._lengths_cache)
@@ -808,7 +808,7 @@ class Index:
         from vaultmem.storage import bm25
 
         group = OrGroup.factory(COORDINATION) if COORDINATION else OrGroup
-        parser = MultifieldParser(list(fields), self.ix.schema, group=group, fieldboosts=FIELD_BOOSTS)
+        parser = MultifieldParser(list(fields), searcher.schema, group=group, fieldboosts=FIELD_BOOSTS)
         parsed = parser.parse(text)
         if parsed is Q.NullQuery:
             return [], True

@@ -73,8 +73,110 @@ def _loader() -> Any:
     return getattr(yamlcore, "CCoreLoader", None) or yamlcore.CoreLoader
 
 
+# The frontmatter vaultmem writes (and most a person writes): `key: value` lines and block
+# lists of plain, quoted or numeric scalars. `_plain_properties` reads that shape in one pass
+# over the lines; anything else (comments, nesting, flow lists, anchors, multi-line or
+# escaped strings, keys YAML would read as numbers or booleans, duplicates) goes to the YAML
+# loader. A rebuild spent half its parse time in PyYAML's constructors on these.
+_SIMPLE_KEY = re.compile(r"([^\W\d][\w.-]*):(?: +(.*))?")  # a word, in any script
+_SIMPLE_ITEM = re.compile(r"( *)- +(.*)")
+# starts with a letter or digit; none of # & * ! | > % ` " [ ] { } ? ~ =
+_PLAIN_TEXT = re.compile(r"[^\W_][\w .,/+@:()'-]*")
+_INT = re.compile(r"-?[0-9]+")
+_FLOAT = re.compile(r"-?[0-9]+\.[0-9]+")
+# YAML 1.2 core schema's int and float forms (yamlcore's resolvers): text of this shape is a number
+_NUMERIC = re.compile(r"[-+]?(?:0o[0-7]+|0x[0-9a-fA-F]+|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                      r"|\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))")
+_CORE_WORDS = {"null": None, "Null": None, "NULL": None, "~": None, "true": True, "True": True, "TRUE": True,
+               "false": False, "False": False, "FALSE": False}
+_NOT_SIMPLE = object()
+
+
+def _plain_scalar(text: str) -> Any:
+    """A scalar as YAML 1.2's core schema reads it, or _NOT_SIMPLE when it is not one of the
+    shapes read here (the YAML loader decides those)."""
+    if not text:
+        return None
+    if text[-1] == " ":
+        return _NOT_SIMPLE  # trailing spaces: YAML drops them from plain text, keeps them after a quote
+    first = text[0]
+    if first == '"':
+        inner = text[1:-1]
+        if len(text) >= 2 and text[-1] == '"' and '"' not in inner and "\\" not in inner and inner.isprintable():
+            return inner
+        return _NOT_SIMPLE
+    if first == "'":
+        inner = text[1:-1]
+        if len(text) >= 2 and text[-1] == "'" and "'" not in inner and inner.isprintable():
+            return inner
+        return _NOT_SIMPLE
+    if text == "[]":
+        return []
+    if text in _CORE_WORDS:
+        return _CORE_WORDS[text]
+    if _INT.fullmatch(text):
+        return int(text)
+    if _FLOAT.fullmatch(text):
+        return float(text)
+    if _NUMERIC.fullmatch(text) or not _PLAIN_TEXT.fullmatch(text) or ": " in text or text.endswith(":"):
+        return _NOT_SIMPLE  # other numbers (0x1F, 1e3, .5), and text YAML reads otherwise
+    return text  # dates and times stay text (parse_time reads them), as in the core schema
+
+
+def _plain_properties(frontmatter: str) -> dict[str, Any] | None:
+    """`load_yaml`'s result for frontmatter of the simple shape above, else None."""
+    if "\t" in frontmatter or "#" in frontmatter or "\r" in frontmatter.replace("\r\n", ""):
+        return None
+    lines = frontmatter.split("\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the newline that ends the last line
+    data: dict[str, Any] = {}
+    key, indent, count = "", -1, 0
+    items: list[Any] | None = None  # the block list being read under `key`
+    for line in lines:
+        if line.endswith("\r"):
+            line = line[:-1]
+        if items is not None:
+            item = _SIMPLE_ITEM.fullmatch(line)
+            if item is not None:
+                if indent < 0:
+                    indent = len(item.group(1))
+                value = _plain_scalar(item.group(2))
+                if len(item.group(1)) != indent or value is _NOT_SIMPLE or isinstance(value, list):
+                    return None
+                items.append(value)
+                count += 1
+                continue
+            if not items:
+                data[key] = None  # `key:` and nothing under it
+        match = _SIMPLE_KEY.fullmatch(line)
+        if match is None:
+            return None  # blank lines, nesting, continuation lines, odd keys: the loader decides
+        key, text = match.group(1), match.group(2)
+        if key in data or key.lower() in ("true", "false", "null"):
+            return None
+        if text is None:
+            items, indent = [], -1
+            data[key] = items
+            continue
+        value = _plain_scalar(text)
+        if value is _NOT_SIMPLE:
+            return None
+        data[key], items = value, None
+        count += 1
+    if items is not None and not items:
+        data[key] = None
+    return data if data and count <= MAX_YAML_VALUES else None
+
+
 def load_yaml(frontmatter: str) -> dict[str, Any]:
     """Parse frontmatter YAML (1.2) into a dict. Raises MalformedNote(reason)."""
+    simple = _plain_properties(frontmatter)
+    return simple if simple is not None else _load_yaml(frontmatter)
+
+
+def _load_yaml(frontmatter: str) -> dict[str, Any]:
+    """`load_yaml` through the YAML loader, whatever the shape."""
     import yaml
 
     if "\t" in frontmatter and re.search(r"^\t", frontmatter, re.M):

@@ -138,6 +138,15 @@ _NEIGHBOURS = (
 )
 
 
+def listing_digest(listing: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """An order-free digest of path -> (mtime_ns, size): the count and the exact sum of each
+    entry's string hash (SipHash, keyed per process). Any change to a path or a fingerprint
+    changes its entry's hash, so two listings that differ have the same digest with a chance
+    of about 2**-64. (Summing tuple hashes is not enough: two files that swap sizes can
+    leave that sum unchanged.) ~5 ms per 10,000 entries; nothing outlives the call."""
+    return len(listing), sum([hash(f"{path}\0{mtime}\0{size}") for path, (mtime, size) in listing.items()])
+
+
 def _json_safe(value: Any) -> Any:
     if isinstance(value, dict):
         return {notes.property_name(k): _json_safe(v) for k, v in value.items()}
@@ -351,7 +360,8 @@ class Index:
         self._lengths_cache: dict[Any, Any] = {}
         self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
         self._doc_paths: dict[Any, str] = {}  # bm25.doc_paths, across searchers
-        self._fingerprints: tuple[Any, dict[str, tuple[int, int]]] | None = None
+        # (catalog version, its listing or the listing's digest): see diff
+        self._fingerprints: tuple[Any, dict[str, tuple[int, int]] | tuple[int, int]] | None = None
         self._records_cache: tuple[Any, list[Record]] | None = None
         self.viewer: str | None = None  # set_viewer: the agent whose view of the catalog reads get
         # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
@@ -443,19 +453,27 @@ class Index:
 
     # -- sync -----------------------------------------------------------------------------
     def fingerprints(self) -> dict[str, tuple[int, int]]:
-        """path -> (mtime_ns, size) as indexed; cached until any connection writes the catalog."""
-        db = self.db
-        version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
-        if self._fingerprints is None or self._fingerprints[0] != version:
-            rows = db.execute("SELECT path, mtime_ns, size FROM main.notes")
-            self._fingerprints = (version, {p: (m, s) for p, m, s in rows})
-        return self._fingerprints[1]
+        """path -> (mtime_ns, size) as indexed."""
+        return {p: (m, s) for p, m, s in self.db.execute("SELECT path, mtime_ns, size FROM main.notes")}
 
     def diff(self, on_disk: dict[str, tuple[int, int]]) -> tuple[list[str], list[str], list[str]]:
-        """(new paths, changed paths, removed paths) between the disk and the catalog."""
-        known = self.fingerprints()
-        if known == on_disk:  # the common case, compared in C
+        """(new paths, changed paths, removed paths) between the disk and the catalog.
+
+        The catalog's listing is kept until any connection writes the catalog; once a scan
+        found it unchanged twice (a long-lived process: the MCP server, the watcher), only
+        its digest is kept: at 100,000 notes the listing held 25 MB for a comparison that
+        comes out equal nearly every time."""
+        version = self.version()
+        held = self._fingerprints[1] if self._fingerprints is not None and self._fingerprints[0] == version else None
+        if isinstance(held, tuple):  # a digest
+            if held == listing_digest(on_disk):
+                return [], [], []
+            held = None
+        known = held if held is not None else self.fingerprints()
+        if known == on_disk:  # compared in C
+            self._fingerprints = (version, listing_digest(known) if held is not None else known)
             return [], [], []
+        self._fingerprints = (version, known)
         new = [p for p in on_disk if p not in known]
         changed = [p for p, fp in on_disk.items() if p in known and known[p] != fp]
         removed = [p for p in known if p not in on_disk]

@@ -608,6 +608,8 @@ class Index:
     def _rebuild_locked(self, progress: Any) -> SyncReport:
         from whoosh.writing import SegmentWriter
 
+        from vaultmem.storage import postings
+
         self.dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.dir.with_name("index.building")
         old = self.dir.with_name("index.old")
@@ -620,7 +622,9 @@ class Index:
         db = _connect(tmp / "catalog.sqlite")
         paths = sorted(on_disk)
         helpers = self._rebuild_workers(paths, on_disk, tmp)
-        writer = SegmentWriter(ix, limitmb=REBUILD_WRITER_MB // (helpers.workers + 1))
+        limitmb = REBUILD_WRITER_MB // (helpers.workers + 1)
+        writer = SegmentWriter(ix, limitmb=limitmb)
+        postings.block_pool(writer, limitmb)
         mine = helpers.here
         records = (read_record(self.vault, rel, on_disk[rel]) for rel in mine)
         iterator = progress(records, len(mine)) if progress and mine else records
@@ -1043,9 +1047,12 @@ def _rebuild_worker(conn: Any, root: Path, settings: Any, share: list[tuple[str,
     its own and written to a catalog of its own; sends ("done", segment or None, malformed)."""
     from whoosh.writing import SegmentWriter
 
+    from vaultmem.storage import postings
+
     try:
         vault = Vault(root, settings)
         writer = SegmentWriter(open_whoosh(Path(whoosh_dir)), _lk=False, limitmb=limitmb)
+        postings.block_pool(writer, limitmb)
         db = _connect(Path(db_path))
         db.execute("PRAGMA synchronous=OFF")
         db.execute("BEGIN")

@@ -1,0 +1,71 @@
+"""storage/postings.BlockPool: a rebuild's posting runs in marshalled blocks give the index
+Whoosh's own pool gives, to every posting, also when the postings spill to several runs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from vaultmem.storage import index as idx
+from vaultmem.storage import postings
+
+
+def build(folder, docs, block: bool):
+    from whoosh.writing import SegmentWriter
+
+    folder.mkdir()
+    ix = idx.whoosh_storage(folder).create().create_index(idx._schema())
+    writer = SegmentWriter(ix, limitmb=1)
+    if block:
+        postings.block_pool(writer, 1)
+    for doc in docs:
+        writer.add_document(**doc)
+    runs = len(writer.pool.runs)
+    writer.commit()
+    return ix, runs
+
+
+def every_posting(ix):
+    """(field, term, [(doc, weight, value)]) for every term, and every document's stored fields."""
+    with ix.searcher() as searcher:
+        reader = searcher.reader()
+        terms = [(field, term, walk(reader.postings(field, term))) for field, term in reader.all_terms()]
+        return terms, [reader.stored_fields(d) for d in range(reader.doc_count_all())]
+
+
+def walk(matcher):
+    found = []
+    while matcher.is_active():
+        found.append((matcher.id(), matcher.weight(), matcher.value()))
+        matcher.next()
+    return found
+
+
+@pytest.mark.parametrize("block", [postings.BLOCK, 7])
+def test_the_same_postings_as_whooshs_pool_across_several_runs(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(postings, "BLOCK", block)  # 7: many blocks per run, a short last one
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(400)] + ["Zürich", "café", "naïve", "東京", "l'été"]
+    docs = [{"path": f"memory/stm/n{i:04d}.md", "id": f"id-{i}", "kind": "memory", "status": "active",
+             "content": " ".join(rng.choice(words) for _ in range(rng.randint(5, 60))),
+             "tags": ",".join(rng.sample(["infra", "db", "people/bob", "x"], 2)),
+             "entities": rng.choice(["Bob", "Alice Smith", ""])} for i in range(2500)]
+    theirs, their_runs = build(tmp_path / "whoosh-pool", docs, block=False)
+    ours, our_runs = build(tmp_path / "block-pool", docs, block=True)
+    assert our_runs == their_runs >= 2  # the postings spilled: the merge of runs is what is compared
+    assert every_posting(ours) == every_posting(theirs)
+    assert not list((tmp_path / "block-pool").glob("*.run"))  # the runs are removed after the merge
+
+
+def test_a_cut_short_run_is_an_error_not_missing_postings(tmp_path):
+    from whoosh.filedb.filestore import FileStorage
+
+    store = FileStorage(str(tmp_path)).create()
+    pool = postings.BlockPool(store, None, limitmb=1)
+    path, f = pool._new_run()
+    pool._write_run(f, [("content", b"a", i, 1.0, None) for i in range(10)])
+    full = (tmp_path / path).read_bytes()
+    (tmp_path / path).write_bytes(full[:-3])
+    with pytest.raises(OSError, match=r"posting run .*\.run is cut short \(expected \d+ bytes, read \d+\)"):
+        list(pool._read_run(path))

@@ -9,7 +9,9 @@ With `vaultmem watch` running for the vault (`--keep DIR` builds one to start it
 DIR` measures it), the watcher serves the session and both processes' RSS are printed;
 VAULTMEM_MCP_HOST=off measures the session served by `vaultmem mcp` itself. A first session
 with an empty cache folder shows the start-up before any answers were recorded
-(mcp/prelude.py); the measured session starts with them.
+(mcp/prelude.py); the measured session starts with them. After the timed searches, seven
+more come 1.2 s apart, as a person's turns do: each first checks the vault for edits (a scan
+of every note, or the server's change feed: observer.ChangeFeed).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import TOPICS, build_vault  # noqa: E402
+
+SPACED = 7  # searches 1.2 s apart, after the timed ones
 
 
 def server_rss_mb(vault: Path, command: bytes = b"mcp") -> float | None:
@@ -84,6 +88,16 @@ async def run(vault: Path, searches: int, cache: Path, idle: float = 0.0) -> dic
                 out["search median ms"] = 1000 * statistics.median(times)
                 out["search p95 ms"] = 1000 * times[int(0.95 * (len(times) - 1))]
                 out["server RSS MB"] = server_rss_mb(vault) or float("nan")
+                # A person between turns: each call comes after the server's freshness window
+                # (1 s), so it checks the vault for edits first (a scan, or its change feed).
+                spaced = []
+                for _ in range(SPACED):
+                    await asyncio.sleep(1.2)
+                    query = " ".join(rng.sample(topics, 2))
+                    t = time.perf_counter()
+                    await session.call_tool("search_memory", {"query": query, "top_k": 10})
+                    spaced.append(time.perf_counter() - t)
+                out["search 1.2 s apart median ms"] = 1000 * statistics.median(spaced)
                 watcher = server_rss_mb(vault, b"watch")
                 if watcher is not None:  # the watcher served the session; `vaultmem mcp` only waited
                     out["watcher RSS MB"] = watcher

@@ -3,7 +3,7 @@
 Every `import` and `from ... import` in vaultmem/ is read from the source (function-local
 imports and imports under `TYPE_CHECKING` included) and checked against the layer table:
 
-    adapters    vaultmem.cli, vaultmem.mcp, vaultmem.watcher, vaultmem.text, vaultmem.__main__
+    adapters    vaultmem.cli, vaultmem.mcp, vaultmem.watcher, vaultmem.observer, vaultmem.text, vaultmem.__main__
     front door  vaultmem.store
     features    vaultmem.features (and vaultmem.features.mnemosyne)
     core        vaultmem.core
@@ -40,7 +40,7 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if module in ("vaultmem", "vaultmem.templates") or parts[:2] == ["vaultmem", "base"]:
         return "base"
-    if parts[1] in ("cli", "mcp", "watcher", "text", "__main__"):
+    if parts[1] in ("cli", "mcp", "watcher", "observer", "text", "__main__"):
         return "adapters"
     return {"storage": "storage", "core": "core", "features": "features", "store": "front door"}[parts[1]]
 

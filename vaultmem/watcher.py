@@ -27,6 +27,15 @@ from vaultmem.base import portable
 from vaultmem.base.config import TMP_MARK
 from vaultmem.base.errors import VaultmemError
 from vaultmem.base.timeutil import format_time
+from vaultmem.observer import (  # noqa: F401  (re-exported: the watcher's names, for tests)
+    ChangeFeed,
+    Pending,
+    _observer_healthy,
+    _watch_overflow,
+    limit_message,
+    observe,
+    relevant,
+)
 from vaultmem.store import MemoryStore
 
 log = logging.getLogger("vaultmem.watcher")
@@ -42,104 +51,6 @@ MMAP_THRESHOLD = 128 * 1024  # glibc: allocations this big or bigger are mmapped
 STATUS_FILE = "state/watcher.json"
 PID_FILE = "state/watcher.pid"
 LOCK_FILE = "state/watcher.lock"
-
-
-def relevant(rel: str) -> bool:
-    """Whether a vault-relative path is a note the index cares about (what a full scan finds)."""
-    return MemoryStore.is_note_path(rel)
-
-
-def limit_message(exc: OSError) -> str | None:
-    """A one-line fix for the kernel's inotify limits, or None for any other error."""
-    if exc.errno == errno.ENOSPC:
-        current = _read_proc("/proc/sys/fs/inotify/max_user_watches")
-        return (f"the inotify watch limit is reached (fs.inotify.max_user_watches = {current}); raise it with "
-                "`sudo sysctl fs.inotify.max_user_watches=524288` and keep it by adding "
-                "`fs.inotify.max_user_watches=524288` to /etc/sysctl.d/90-vaultmem.conf")
-    if exc.errno == errno.EMFILE:
-        current = _read_proc("/proc/sys/fs/inotify/max_user_instances")
-        return (f"the inotify instance limit is reached (fs.inotify.max_user_instances = {current}); raise it with "
-                "`sudo sysctl fs.inotify.max_user_instances=512` and keep it in /etc/sysctl.d/90-vaultmem.conf")
-    return None
-
-
-def _read_proc(path: str) -> str:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return "unknown"
-
-
-# -- coalescing ----------------------------------------------------------------------------
-
-
-class Pending:
-    """Paths touched since the last batch (last state wins), filled by the observer thread."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._paths: set[str] = set()
-        self._fences: list[str] = []  # commands waiting for the index (storage/fence.py)
-        self._taken_fences: list[str] = []  # the fences behind the batch take() last returned
-        self._full = False
-        self._first = 0.0
-        self._last = 0.0
-        self.events = 0
-
-    def add_fence(self, rel: str) -> None:
-        """A command's fence: everything pending is applied at once, no debounce, then answered."""
-        with self._cond:
-            now = time.monotonic()
-            if not (self._paths or self._full or self._fences):
-                self._first = now
-            self._last = now
-            self._fences.append(rel)
-            self._cond.notify()
-
-    def take_fences(self) -> list[str]:
-        """The fences that arrived before the batch take() returned (taken with it, atomically:
-        a fence is answered only after every event before it is applied)."""
-        with self._cond:
-            fences, self._taken_fences = self._taken_fences, []
-            return fences
-
-    def add(self, rels: list[str], full: bool = False) -> None:
-        with self._cond:
-            now = time.monotonic()
-            if not (self._paths or self._full):
-                self._first = now
-            self._last = now
-            self._paths.update(rels)
-            self._full = self._full or full
-            self.events += 1
-            self._cond.notify()
-
-    def take(self, timeout: float, debounce: float, max_delay: float) -> tuple[set[str], bool] | None:
-        """The next batch once it is ready, or None when nothing is ready within `timeout`."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                if self._paths or self._full or self._fences:
-                    quiet, age = now - self._last, now - self._first
-                    if quiet >= debounce or age >= max_delay or self._fences:
-                        batch, full = self._paths, self._full
-                        self._paths, self._full = set(), False
-                        self._taken_fences += self._fences
-                        self._fences = []
-                        return batch, full
-                    wait = min(debounce - quiet, max_delay - age)
-                else:
-                    wait = deadline - now
-                    if wait <= 0:
-                        return None
-                self._cond.wait(wait)
-
-    def drain(self) -> tuple[set[str], bool]:
-        with self._cond:
-            batch, full = self._paths, self._full
-            self._paths, self._full = set(), False
-            return batch, full
 
 
 # -- one watcher per vault ---------------------------------------------------------------------
@@ -342,57 +253,7 @@ class Watcher:
         self.started.set()
 
     def _start_observer(self) -> None:
-        from watchdog.events import FileSystemEventHandler
-        from watchdog.observers import Observer
-
-        pending = self.pending
-        root = str(self.store.root)
-        # FSEvents reports resolved paths (/private/var/... for /var/...): accept both spellings.
-        prefixes = {root + os.sep, os.path.realpath(root) + os.sep}
-
-        def rel_of(path: Any) -> str | None:
-            path = os.fsdecode(path)
-            for prefix in prefixes:
-                if path.startswith(prefix):
-                    return path[len(prefix):].replace(os.sep, "/")
-            return None
-
-        class Handler(FileSystemEventHandler):
-            def on_any_event(self, event: Any) -> None:
-                kind = event.event_type
-                if kind in ("opened", "closed_no_write"):
-                    return
-                paths = [event.src_path]
-                if kind == "moved":
-                    paths.append(event.dest_path)
-                rels = [r for r in map(rel_of, paths) if r is not None]
-                if kind == "created" and not event.is_directory and rels and MemoryStore.is_fence(rels[0]):
-                    pending.add_fence(rels[0])  # a command waits: after every earlier event
-                    return
-                if event.is_directory:
-                    # A folder created, moved or deleted: its notes move with it. Rescan,
-                    # unless the folder is one vaultmem ignores (.git, .obsidian, ...).
-                    if kind != "modified" and any(relevant(r + "/x.md") for r in rels):
-                        pending.add([], full=True)
-                    return
-                rels = [r for r in rels if relevant(r)]
-                if rels:
-                    pending.add(rels)
-
-        factory = self._observer_factory or Observer
-        observer = factory()
-        observer.schedule(Handler(), root, recursive=True)
-        _watch_overflow(pending)
-        try:
-            observer.start()
-        except OSError as exc:
-            with contextlib.suppress(Exception):
-                observer.stop()
-            message = limit_message(exc)
-            if message:
-                raise VaultmemError(message) from None
-            raise VaultmemError(f"cannot watch {root}: {exc.strerror or exc}; check the folder's permissions") from None
-        self._observer = observer
+        self._observer = observe(self.store.root, self.pending, self._observer_factory)
 
     def _restart_observer(self) -> None:
         """The observer or one of its emitter threads died. watchdog's inotify emitter dies
@@ -687,41 +548,6 @@ def _tune_malloc() -> None:
         M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # noqa: N806 - malloc.h names
         lib.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
         lib.mallopt(M_TRIM_THRESHOLD, MMAP_THRESHOLD)
-
-
-def _observer_healthy(observer: Any) -> bool:
-    if not observer.is_alive():
-        return False
-    # watchdog 7's inotify observer reads every event in one thread of its own; when that
-    # thread dies (a KeyError for a folder that vanished as it was being watched: Whoosh's
-    # MAIN.tmp), the emitters live on, deaf. A new observer gets a new reader.
-    reader = getattr(observer, "_inotify_fd", None)
-    if reader is not None and callable(getattr(reader, "is_alive", None)) and not reader.is_alive():
-        return False
-    return all(emitter.is_alive() for emitter in list(getattr(observer, "emitters", ())))
-
-
-class _OverflowFilter(logging.Filter):
-    """watchdog only logs an inotify queue overflow; turn it into a full rescan."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.pending: Pending | None = None
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.pending is not None and "overflow" in record.getMessage().lower():
-            self.pending.add([], full=True)
-        return True
-
-
-_overflow_filter = _OverflowFilter()
-
-
-def _watch_overflow(pending: Pending) -> None:
-    _overflow_filter.pending = pending
-    logger = logging.getLogger("watchdog.observers.inotify")
-    if _overflow_filter not in logger.filters:
-        logger.addFilter(_overflow_filter)
 
 
 def configure_logging(verbose: bool) -> None:

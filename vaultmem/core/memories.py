@@ -102,6 +102,9 @@ class Memories:
         # A cold command asks a running watcher to confirm the index is current (storage/fence.py)
         # instead of stat'ing every note; without one it scans.
         self.trust_watcher = False
+        # A long-lived process's own observer (watcher.ChangeFeed.changes): the notes touched
+        # since the last call, whether a full scan is needed, or None (it cannot vouch: scan).
+        self.change_feed: Callable[[], tuple[set[str], bool] | None] | None = None
         # Called before each write (save, modify, move): the front door merges the conflict
         # copies a file-sync tool left (features/sync.py), so reads never write.
         self.before_write: Callable[[], None] | None = None
@@ -159,6 +162,17 @@ class Memories:
                 self.last_sync = SyncReport()
                 self._last_scan = time.monotonic()
                 return self.last_sync
+        if self.change_feed is not None and self.index.ready():
+            changed = self.change_feed()
+            if changed is not None and not changed[1]:
+                report = SyncReport()
+                if changed[0]:
+                    done = self.refresh_paths(changed[0])
+                    report = SyncReport(updated=done["indexed"], removed=done["removed"], unchanged=done["skipped"],
+                                        malformed=[(m["path"], m["reason"]) for m in done["malformed"]])
+                self.last_sync = report
+                self._last_scan = time.monotonic()
+                return report
         self.last_sync = self.index.sync(progress or self.progress)
         self._last_scan = time.monotonic()
         return self.last_sync
@@ -1091,11 +1105,19 @@ class Memories:
         return is_conflict_copy(rel)
 
     @staticmethod
-    def is_fence(rel: str) -> bool:
-        """Whether a vault path is a command's fence (storage/fence.py), for the watcher."""
+    def feed_marker(name: str) -> str:
+        """The vault path of an in-process observer's marker (storage/fence.py, observer.ChangeFeed)."""
         from vaultmem.storage import fence
 
-        return fence.fence_nonce(rel) is not None
+        return f".vaultmem/{fence.FENCE_DIR}/{name}{fence.FEED_SUFFIX}"
+
+    @staticmethod
+    def is_fence(rel: str) -> bool:
+        """Whether a vault path is a command's fence or an in-process observer's marker
+        (storage/fence.py), for the watcher's observer."""
+        from vaultmem.storage import fence
+
+        return fence.is_marker(rel)
 
     def answer_fences(self, rels: Iterable[str]) -> None:
         """Tell the commands waiting on these fences that the index is current."""

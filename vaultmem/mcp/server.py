@@ -405,6 +405,15 @@ def prepare(store: MemoryStore, *, read_only: bool = False, profile: str = "all"
     store.freshness_ttl = 1.0
     store.long_lived = True  # embeddings (when installed) load once here: hybrid by default
     server = build_server(store, read_only=read_only, profile=profile)
+    # Edits seen as they happen: a freshness check is a marker's round trip, not a stat of
+    # every note (observer.ChangeFeed; a running watcher is asked first, and without either,
+    # or when neither can vouch, the store scans).
+    from vaultmem.observer import ChangeFeed
+
+    feed = ChangeFeed(store.vault.root, store.vault.state_dir)
+    server.feed = feed if feed.start() else None
+    if server.feed is not None:
+        store.change_feed = feed.changes
     server.bridge.warm()  # while the client initializes
     server.record = record
     return server
@@ -431,3 +440,5 @@ def serve(store: MemoryStore, *, read_only: bool = False, profile: str = "all", 
         server.run("stdio")
     finally:
         server.bridge.close()
+        if getattr(server, "feed", None) is not None:
+            server.feed.close()

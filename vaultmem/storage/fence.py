@@ -23,6 +23,9 @@ from vaultmem.storage.vault import pid_alive
 
 FENCE_DIR = "fences"
 FENCE_SUFFIX, DONE_SUFFIX = ".fence", ".done"
+# An in-process observer's own marker (watcher.ChangeFeed): ordered like a fence, but never
+# answered by a watcher, so no `.done` is left behind for it.
+FEED_SUFFIX = ".feed"
 WAIT = 1.0  # seconds a command waits for the watcher before it scans itself
 POLL = 0.002
 
@@ -74,6 +77,12 @@ def fence_nonce(rel: str) -> str | None:
     if rel.startswith(prefix) and rel.endswith(FENCE_SUFFIX) and "/" not in rel[len(prefix):]:
         return rel[len(prefix):-len(FENCE_SUFFIX)]
     return None
+
+
+def is_marker(rel: str) -> bool:
+    """A command's fence or an in-process observer's marker: both order the events before them."""
+    prefix = f".vaultmem/{FENCE_DIR}/"
+    return rel.startswith(prefix) and "/" not in rel[len(prefix):] and rel.endswith((FENCE_SUFFIX, FEED_SUFFIX))
 
 
 def confirm(state_dir: Path, nonce: str) -> None:

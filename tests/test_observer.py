@@ -1,0 +1,134 @@
+"""observer.ChangeFeed: a long-lived process without a watcher (`vaultmem mcp`) learns what
+changed in the vault through its own observer and a marker, instead of stat'ing every note;
+whenever it cannot vouch, it scans. Never stale either way."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from conftest import Clock
+from test_watcher import note_text
+
+from vaultmem.base.config import load_settings
+from vaultmem.mcp import server as mcp_server
+from vaultmem.observer import ChangeFeed
+from vaultmem.storage import fence
+from vaultmem.store import MemoryStore
+
+
+class Counting:
+    """Counts the full scans a store makes (Index.sync: a stat of every note)."""
+
+    def __init__(self, store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.scans = 0
+        real = store.index.sync
+
+        def sync(*args, **kwargs):
+            self.scans += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(store.index, "sync", sync)
+
+
+@pytest.fixture
+def fed(vault_path, monkeypatch):
+    """A store as `vaultmem mcp` holds it: its own change feed, primed by a first full scan."""
+    store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock())
+    feed = ChangeFeed(vault_path, store.vault.state_dir)
+    assert feed.start()
+    store.change_feed = feed.changes
+    counting = Counting(store, monkeypatch)
+    store.sync()  # the first call scans: the feed cannot vouch for what came before it
+    assert counting.scans == 1
+    yield store, counting, feed
+    feed.close()
+    store.close()
+
+
+def markers(vault_path):
+    return sorted(p.name for p in fence.fence_dir(vault_path / ".vaultmem").iterdir())
+
+
+def test_edits_new_and_removed_notes_are_seen_without_a_scan(fed, vault_path):
+    store, counting, _feed = fed
+    for i in range(20):
+        ident = f"11111111-2222-4333-8444-{i:012d}"
+        (vault_path / f"memory/stm/fed-{i}.md").write_text(note_text(f"quokkafeed{i} was written", ident))
+        assert [r["id"] for r in store.search(f"quokkafeed{i}")["results"]] == [ident], i
+        assert (store.last_sync.updated, store.last_sync.removed) == (1, 0)
+    edited = vault_path / "memory/stm/fed-3.md"
+    edited.write_text(note_text("now about a wombat", "11111111-2222-4333-8444-000000000003"))
+    assert [r["content"] for r in store.search("wombat")["results"]] == ["now about a wombat"]
+    (vault_path / "memory/stm/fed-4.md").unlink()
+    assert store.search("quokkafeed4")["results"] == []
+    assert store.last_sync.removed == 1
+    assert store.search("quokkafeed5")["count"] == 1
+    assert (store.last_sync.updated, store.last_sync.removed, store.last_sync.unchanged) == (0, 0, 0)  # nothing new
+    assert counting.scans == 1  # none after the first
+    assert markers(vault_path) == []  # each marker removed; no watcher's `.done` either
+
+
+def test_a_folder_moved_in_is_a_full_scan(fed, vault_path, tmp_path):
+    store, counting, _feed = fed
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "moved.md").write_text(note_text("a platypus in a moved folder", "11111111-2222-4333-8444-999999999999"))
+    shutil.move(str(outside), str(vault_path / "memory/stm/outside"))
+    assert [r["content"] for r in store.search("platypus")["results"]] == ["a platypus in a moved folder"]
+    assert counting.scans == 2
+
+
+def test_a_dead_observer_means_a_scan_then_a_new_observer(fed, vault_path):
+    store, counting, feed = fed
+    feed._observer.stop()
+    feed._observer.join(timeout=5)
+    (vault_path / "memory/stm/late.md").write_text(note_text("an echidna after the observer died",
+                                                             "11111111-2222-4333-8444-888888888888"))
+    assert store.search("echidna")["count"] == 1
+    assert counting.scans == 2  # it could not vouch: scanned, and restarted
+    (vault_path / "memory/stm/later.md").write_text(note_text("a numbat after the restart",
+                                                              "11111111-2222-4333-8444-777777777777"))
+    assert store.search("numbat")["count"] == 1
+    assert counting.scans == 2  # the new observer vouches again
+
+
+def test_a_marker_that_cannot_be_written_means_a_scan(fed, vault_path, monkeypatch):
+    store, counting, _feed = fed
+    real_open = os.open
+
+    def refuse(path, *args, **kwargs):
+        if str(path).endswith(fence.FEED_SUFFIX):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    (vault_path / "memory/stm/ro.md").write_text(note_text("a bilby in a read-only moment",
+                                                           "11111111-2222-4333-8444-666666666666"))
+    assert store.search("bilby")["count"] == 1
+    assert counting.scans == 2
+
+
+def test_an_index_kept_outside_the_vault_is_never_vouched_for(tmp_path, vault_path):
+    feed = ChangeFeed(vault_path, tmp_path / "elsewhere")
+    assert feed.start() is False
+    assert feed.changes() is None
+
+
+def test_the_mcp_server_reads_changes_through_its_feed(vault_path, monkeypatch):
+    store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock())
+    server = mcp_server.prepare(store)
+    on_store_thread = server.bridge._executor.submit  # SQLite connections belong to that thread
+    try:
+        assert server.feed is not None and store.change_feed == server.feed.changes
+        on_store_thread(store.sync).result()
+        counting = Counting(store, monkeypatch)
+        store.freshness_ttl = 0.0  # every call checks (the server checks at most once a second)
+        (vault_path / "memory/stm/srv.md").write_text(note_text("a quoll the server sees",
+                                                                "11111111-2222-4333-8444-555555555555"))
+        assert on_store_thread(lambda: store.search("quoll")["count"]).result() == 1
+        assert counting.scans == 0
+    finally:
+        server.bridge.close()
+        server.feed.close()

@@ -212,11 +212,8 @@ class ChangeFeed:
         return True
 
     def close(self) -> None:
-        if self._observer is not None:
-            with contextlib.suppress(Exception):
-                self._observer.stop()
-                self._observer.join(timeout=5)
-            self._observer = None
+        stop_observer(self._observer)
+        self._observer = None
 
     def changes(self) -> tuple[set[str], bool] | None:
         """(notes touched since the last call, whether a full scan is needed), or None: scan."""
@@ -259,6 +256,14 @@ class ChangeFeed:
         finally:
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+def stop_observer(observer: Any) -> None:
+    """Stop and join an observer (None: nothing to stop)."""
+    if observer is not None:
+        with contextlib.suppress(Exception):
+            observer.stop()
+            observer.join(timeout=5)
 
 
 def _observer_healthy(observer: Any) -> bool:

@@ -35,6 +35,7 @@ from vaultmem.observer import (  # noqa: F401  (re-exported: the watcher's names
     limit_message,
     observe,
     relevant,
+    stop_observer,
 )
 from vaultmem.store import MemoryStore
 
@@ -279,11 +280,8 @@ class Watcher:
                   "%.0f s. %s", DEGRADED_SYNC_INTERVAL, limit_message(OSError(errno.ENOSPC, "")))
 
     def _stop_observer(self) -> None:
-        if self._observer is not None:
-            with contextlib.suppress(Exception):
-                self._observer.stop()
-                self._observer.join(timeout=5)
-            self._observer = None
+        stop_observer(self._observer)
+        self._observer = None
 
     def stop(self) -> None:
         """Ask the loop to finish the batch in hand and return (safe from signal handlers)."""

@@ -68,6 +68,7 @@ def test_edits_new_and_removed_notes_are_seen_without_a_scan(fed, vault_path):
     assert (store.last_sync.updated, store.last_sync.removed, store.last_sync.unchanged) == (0, 0, 0)  # nothing new
     assert counting.scans == 1  # none after the first
     assert markers(vault_path) == []  # each marker removed; no watcher's `.done` either
+    assert isinstance(store.index._fingerprints[1], tuple)  # the first scan's listing is not held whole
 
 
 def test_a_folder_moved_in_is_a_full_scan(fed, vault_path, tmp_path):

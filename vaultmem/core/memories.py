@@ -165,6 +165,7 @@ class Memories:
         if self.change_feed is not None and self.index.ready():
             changed = self.change_feed()
             if changed is not None and not changed[1]:
+                self.index.compact_listing()  # the first scan's listing: no longer needed whole
                 report = SyncReport()
                 if changed[0]:
                     done = self.refresh_paths(changed[0])

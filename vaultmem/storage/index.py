@@ -479,6 +479,12 @@ class Index:
         removed = [p for p in known if p not in on_disk]
         return new, changed, removed
 
+    def compact_listing(self) -> None:
+        """Keep only the digest of the catalog listing `diff` holds: a process whose freshness
+        comes from its own observer (Memories.change_feed) rarely diffs again."""
+        if self._fingerprints is not None and isinstance(self._fingerprints[1], dict):
+            self._fingerprints = (self._fingerprints[0], listing_digest(self._fingerprints[1]))
+
     def sync(self, progress: Callable[[Iterable[str], int], Iterator[str]] | None = None) -> SyncReport:
         """Bring the index up to date with the files (incremental; rebuilds when missing)."""
         if not self._ready():

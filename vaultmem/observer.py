@@ -181,12 +181,14 @@ def observe(root: Path, pending: Pending, factory: Callable[[], Any] | None = No
 class ChangeFeed:
     """What changed in the vault, for a long-lived process that runs without a watcher
     (`vaultmem mcp`): a watchdog observer of its own fills a `Pending`, and `changes()`
-    drops a fence and returns every note touched before it. A search 1 s after the last
-    (Memories.freshness_ttl) then costs a fence's round trip instead of a stat of every note
-    (56 ms at 10,000 notes, 0.5 s at 100,000). None whenever it cannot vouch: before the
-    first full scan after the observer started, a dead observer (restarted; the caller scans
-    to catch up), an overflow or a folder event (full), a vault it cannot write a fence in,
-    a fence not seen within `wait` s. Never stale: None means scan."""
+    drops a marker (`.vaultmem/fences/<nonce>.feed`: ordered like a command's fence, never
+    answered by a watcher) and returns every note touched before the marker's event arrived.
+    A search 1 s after the last (Memories.freshness_ttl) then costs the marker's round trip
+    (~1 ms) instead of a stat of every note (56 ms at 10,000 notes, 0.5 s at 100,000). None
+    whenever it cannot vouch: before the first full scan after the observer started, a dead
+    observer (restarted; the caller scans to catch up), a vault it cannot write the marker
+    in, a marker not seen within `wait` s; (paths, True) after an overflow or a folder event.
+    Never stale: None or True means scan."""
 
     def __init__(self, root: Path, state_dir: Path, *, wait: float = 0.5,
                  observer_factory: Callable[[], Any] | None = None) -> None:

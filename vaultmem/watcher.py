@@ -27,14 +27,12 @@ from vaultmem.base import portable
 from vaultmem.base.config import TMP_MARK
 from vaultmem.base.errors import VaultmemError
 from vaultmem.base.timeutil import format_time
-from vaultmem.observer import (  # noqa: F401  (re-exported: the watcher's names, for tests)
-    ChangeFeed,
+from vaultmem.observer import (
     Pending,
     _observer_healthy,
-    _watch_overflow,
     limit_message,
     observe,
-    relevant,
+    relevant,  # noqa: F401  (the watcher's name for it, as before the observer had a module)
     stop_observer,
 )
 from vaultmem.store import MemoryStore

@@ -102,7 +102,7 @@ class Memories:
         # A cold command asks a running watcher to confirm the index is current (storage/fence.py)
         # instead of stat'ing every note; without one it scans.
         self.trust_watcher = False
-        # A long-lived process's own observer (watcher.ChangeFeed.changes): the notes touched
+        # A long-lived process's own observer (observer.ChangeFeed.changes): the notes touched
         # since the last call, whether a full scan is needed, or None (it cannot vouch: scan).
         self.change_feed: Callable[[], tuple[set[str], bool] | None] | None = None
         # Called before each write (save, modify, move): the front door merges the conflict
@@ -1110,7 +1110,7 @@ class Memories:
         """The vault path of an in-process observer's marker (storage/fence.py, observer.ChangeFeed)."""
         from vaultmem.storage import fence
 
-        return f".vaultmem/{fence.FENCE_DIR}/{name}{fence.FEED_SUFFIX}"
+        return fence.feed_marker(name)
 
     @staticmethod
     def is_fence(rel: str) -> bool:

@@ -23,7 +23,7 @@ from vaultmem.storage.vault import pid_alive
 
 FENCE_DIR = "fences"
 FENCE_SUFFIX, DONE_SUFFIX = ".fence", ".done"
-# An in-process observer's own marker (watcher.ChangeFeed): ordered like a fence, but never
+# An in-process observer's own marker (observer.ChangeFeed): ordered like a fence, but never
 # answered by a watcher, so no `.done` is left behind for it.
 FEED_SUFFIX = ".feed"
 WAIT = 1.0  # seconds a command waits for the watcher before it scans itself
@@ -71,18 +71,29 @@ def through_watcher(state_dir: Path, wait: float = WAIT) -> bool:
                 path.unlink()
 
 
+_MARKERS = f".vaultmem/{FENCE_DIR}/"  # where fences and markers are, vault-relative
+
+
+def _name(rel: str, suffix: str) -> str | None:
+    """The name of a file with this suffix directly in the fences folder, else None."""
+    if rel.startswith(_MARKERS) and rel.endswith(suffix) and "/" not in rel[len(_MARKERS):]:
+        return rel[len(_MARKERS):-len(suffix)]
+    return None
+
+
 def fence_nonce(rel: str) -> str | None:
     """The nonce of a fence file from a vault-relative path, or None for any other path."""
-    prefix = f".vaultmem/{FENCE_DIR}/"
-    if rel.startswith(prefix) and rel.endswith(FENCE_SUFFIX) and "/" not in rel[len(prefix):]:
-        return rel[len(prefix):-len(FENCE_SUFFIX)]
-    return None
+    return _name(rel, FENCE_SUFFIX)
+
+
+def feed_marker(name: str) -> str:
+    """The vault-relative path of an in-process observer's marker called `name`."""
+    return f"{_MARKERS}{name}{FEED_SUFFIX}"
 
 
 def is_marker(rel: str) -> bool:
     """A command's fence or an in-process observer's marker: both order the events before them."""
-    prefix = f".vaultmem/{FENCE_DIR}/"
-    return rel.startswith(prefix) and "/" not in rel[len(prefix):] and rel.endswith((FENCE_SUFFIX, FEED_SUFFIX))
+    return _name(rel, FENCE_SUFFIX) is not None or _name(rel, FEED_SUFFIX) is not None
 
 
 def confirm(state_dir: Path, nonce: str) -> None:

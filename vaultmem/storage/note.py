@@ -99,15 +99,11 @@ def _plain_scalar(text: str) -> Any:
         return None
     if text[-1] == " ":
         return _NOT_SIMPLE  # trailing spaces: YAML drops them from plain text, keeps them after a quote
-    first = text[0]
-    if first == '"':
+    quote = text[0]
+    if quote in "\"'":  # one line, no escapes (a backslash in double quotes, '' in single ones)
         inner = text[1:-1]
-        if len(text) >= 2 and text[-1] == '"' and '"' not in inner and "\\" not in inner and inner.isprintable():
-            return inner
-        return _NOT_SIMPLE
-    if first == "'":
-        inner = text[1:-1]
-        if len(text) >= 2 and text[-1] == "'" and "'" not in inner and inner.isprintable():
+        if len(text) >= 2 and text[-1] == quote and quote not in inner and inner.isprintable() \
+                and (quote == "'" or "\\" not in inner):
             return inner
         return _NOT_SIMPLE
     if text == "[]":

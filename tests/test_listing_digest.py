@@ -8,7 +8,7 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.storage.index import listing_digest
+from vaultmem.storage.index import LONG_LIVED_CACHE_KIB, listing_digest
 from vaultmem.store import MemoryStore
 
 paths = st.from_regex(r"memory/(stm|ltm)/[a-z0-9-]{1,12}\.md", fullmatch=True)
@@ -49,3 +49,37 @@ def test_a_long_lived_store_sees_an_edit_after_many_unchanged_scans(tmp_path):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
     found = store.search("mariadb")["results"]
     assert [(r["id"], r["content"]) for r in found] == [(saved["memory_id"], "The staging database is MariaDB 11")]
+
+
+def _long_lived(root):
+    store = MemoryStore(root)
+    store.long_lived = True  # as the MCP server and the watcher set it, before the first read
+    return store
+
+
+def test_a_long_lived_store_never_holds_the_listing_and_keeps_a_small_page_cache(tmp_path):
+    first = MemoryStore(tmp_path / "vault")
+    first.init()
+    first.save("The staging database is Postgres 16", dedupe=False)
+    store = _long_lived(tmp_path / "vault")
+    assert store.search("postgres")["count"] == 1
+    held = store.index._fingerprints[1]
+    assert held == listing_digest(store.vault.scan())  # the digest from its first scan on
+    assert store.index.db.execute("PRAGMA cache_size").fetchone() == (-LONG_LIVED_CACHE_KIB,)
+    assert first.index.db.execute("PRAGMA cache_size").fetchone() == (-2000,)  # SQLite's default
+
+
+def test_a_long_lived_store_started_after_edits_indexes_them(tmp_path):
+    # The catalog's digest differs from the disk's: the listing is read and the edit found.
+    first = MemoryStore(tmp_path / "vault")
+    first.init()
+    saved = first.save("The staging database is Postgres 16", dedupe=False)
+    first.save("The build runs on Jenkins", dedupe=False)
+    first.close()
+    path = first.vault.root / first.search("postgres")["results"][0]["path"]
+    path.write_text(path.read_text(encoding="utf-8").replace("Postgres 16", "MariaDB 11"), encoding="utf-8")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1))
+    store = _long_lived(tmp_path / "vault")
+    found = store.search("mariadb")["results"]
+    assert [(r["id"], r["content"]) for r in found] == [(saved["memory_id"], "The staging database is MariaDB 11")]
+    assert (store.last_sync.updated, store.last_sync.unchanged) == (1, 1)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base import portable, secrets
+from vaultmem.base import portable
 from vaultmem.base.config import TEMPLATE_DIR, Settings, load_settings
 from vaultmem.base.errors import (
     Ambiguous,
@@ -98,7 +98,8 @@ class Memories:
         self._filtered_cache: tuple[Any, list[Record], dict[str, Record]] | None = None
         # True in long-lived processes (MCP server, watcher): with embeddings `auto` they load
         # the model, embed on save and search hybrid by default; a one-shot CLI call does not.
-        self.long_lived = False
+        # Their index keeps less in memory (Index.long_lived): set it before the first read.
+        self._long_lived = False
         # A cold command asks a running watcher to confirm the index is current (storage/fence.py)
         # instead of stat'ing every note; without one it scans.
         self.trust_watcher = False
@@ -108,6 +109,14 @@ class Memories:
         # Called before each write (save, modify, move): the front door merges the conflict
         # copies a file-sync tool left (features/sync.py), so reads never write.
         self.before_write: Callable[[], None] | None = None
+
+    @property
+    def long_lived(self) -> bool:
+        return self._long_lived
+
+    @long_lived.setter
+    def long_lived(self, value: bool) -> None:
+        self._long_lived = self.index.long_lived = value
 
     def _before_write(self) -> None:
         if self.before_write is not None:
@@ -241,6 +250,8 @@ class Memories:
                 raise InvalidInput(f"meta key {key!r} is not a valid property name")
             if isinstance(value, Mapping):
                 raise InvalidInput(f"meta value for {key!r} must be flat (text, number, list), not a map")
+        from vaultmem.base import secrets  # its patterns compile on first use: reads never pay
+
         secrets.check("\n".join([content, source or "", context or "", agent or "", *tags, *(entities or []),
                                   *(f"{k}={v}" for k, v in meta.items())]))
         self._before_write()  # after every check: a refused save changes nothing

@@ -45,6 +45,9 @@ PROPS_BOOST = 1.0
 GENERATED_KEYS = frozenset({"urgency", "domain"})
 _WORDY = re.compile(r"^(?=.*[^\W\d_])(?!\S*\d\S*$)")  # has a letter; not one token with digits (ids, dates)
 NOTE_PREVIEW_CHARS = 4000
+# SQLite's page cache in a long-lived process (Index.long_lived), KiB; its default is 2,000.
+# Searches measured no slower with the smaller one (docs/performance.md).
+LONG_LIVED_CACHE_KIB = 512
 # BM25 with the Anserini/Lucene-for-IR defaults (k1 0.9, b 0.4): memories are short and
 # of very uneven length, and full length normalisation (b 0.75) punishes the long ones that
 # carry the detail. Whoosh's SQR coordination bonus (OrGroup scale) counts field clauses,
@@ -145,6 +148,12 @@ def listing_digest(listing: dict[str, tuple[int, int]]) -> tuple[int, int]:
     of about 2**-64. (Summing tuple hashes is not enough: two files that swap sizes can
     leave that sum unchanged.) ~5 ms per 10,000 entries; nothing outlives the call."""
     return len(listing), sum([hash(f"{path}\0{mtime}\0{size}") for path, (mtime, size) in listing.items()])
+
+
+def rows_digest(rows: Iterable[tuple[str, int, int]]) -> tuple[int, int]:
+    """listing_digest of (path, mtime_ns, size) rows, e.g. the catalog's as SQLite streams them."""
+    hashes = [hash(f"{path}\0{mtime}\0{size}") for path, mtime, size in rows]
+    return len(hashes), sum(hashes)
 
 
 def _json_safe(value: Any) -> Any:
@@ -363,6 +372,9 @@ class Index:
         # (catalog version, its listing or the listing's digest): see diff
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]] | tuple[int, int]] | None = None
         self._records_cache: tuple[Any, list[Record]] | None = None
+        # Set before the catalog opens (Memories.long_lived): a process that serves for hours
+        # keeps a smaller SQLite page cache and never holds the catalog's listing whole.
+        self.long_lived = False
         self.viewer: str | None = None  # set_viewer: the agent whose view of the catalog reads get
         # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
         self.merge_on_commit = True
@@ -395,6 +407,8 @@ class Index:
             self.close()  # another process rebuilt the index: follow it
         if self._db is None:
             self._db = _connect(self.dir / "catalog.sqlite")
+            if self.long_lived:  # pages come from the OS's file cache a syscall away
+                self._db.execute(f"PRAGMA cache_size=-{LONG_LIVED_CACHE_KIB}")
             self._opened_ino = ino if ino is not None else self._current_ino()
             if self.viewer is not None:
                 _create_views(self._db, self.viewer)
@@ -462,13 +476,20 @@ class Index:
         The catalog's listing is kept until any connection writes the catalog; once a scan
         found it unchanged twice (a long-lived process: the MCP server, the watcher), only
         its digest is kept: at 100,000 notes the listing held 25 MB for a comparison that
-        comes out equal nearly every time."""
+        comes out equal nearly every time. A long-lived process compares digests from its
+        first scan on (the catalog's streamed from SQLite) and reads the listing only when they
+        differ."""
         version = self.version()
         held = self._fingerprints[1] if self._fingerprints is not None and self._fingerprints[0] == version else None
         if isinstance(held, tuple):  # a digest
             if held == listing_digest(on_disk):
                 return [], [], []
             held = None
+        if held is None and self.long_lived:
+            digest = rows_digest(self.db.execute("SELECT path, mtime_ns, size FROM main.notes"))
+            if digest == listing_digest(on_disk):
+                self._fingerprints = (version, digest)
+                return [], [], []
         known = held if held is not None else self.fingerprints()
         if known == on_disk:  # compared in C
             self._fingerprints = (version, listing_digest(known) if held is not None else known)

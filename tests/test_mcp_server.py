@@ -734,3 +734,23 @@ def test_search_unified_verbose_shows_ids_and_paths(server):
     plain = ok(call(server, "search_unified", {"query": "quarterly report"}))["text"]
     verbose = ok(call(server, "search_unified", {"query": "quarterly report", "verbose": True}))["text"]
     assert mid[:8] not in plain and mid[:8] in verbose
+
+
+def test_building_the_server_leaves_rich_unloaded_and_importable(vault_path):
+    # MCPServer's constructor installs rich's log handler whenever rich imports; vaultmem logs
+    # its own way, so rich reads as absent while the server is built, and only then.
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, sys\n"
+        "from vaultmem.mcp.server import build_server\n"
+        "from vaultmem.store import MemoryStore\n"
+        f"build_server(MemoryStore({str(vault_path)!r})).bridge.close()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))\n"
+        "print([type(h).__name__ for h in logging.getLogger().handlers])\n"
+        "import rich.logging\n"
+        "print(rich.logging.RichHandler.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[]", "['StreamHandler']", "RichHandler"]

@@ -18,11 +18,12 @@ The SDK is imported only inside `build_server` / `serve`, so `vaultmem --help` s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -129,6 +130,27 @@ class Bridge:
     def close(self) -> None:
         self._executor.submit(self.raw_store.close).result()
         self._executor.shutdown(wait=True)
+
+
+_RICH = ("rich.console", "rich.logging")
+
+
+@contextlib.contextmanager
+def _sdk_logging_plain() -> Iterator[None]:
+    """MCPServer's constructor configures the process's logging with rich's handler whenever
+    rich imports (mcp.server.mcpserver.utilities.logging; rich comes with spaCy's typer).
+    vaultmem sets its own (configure_logging), so rich was loaded for nothing: 1.5 MB of a
+    server's memory. While the server is built rich reads as not installed, and the SDK takes
+    its own fallback (a plain handler, added only if the root logger has none)."""
+    hidden = [name for name in _RICH if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # importing it raises ImportError
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
 
 
 def strict(annotation: Any) -> Any:
@@ -284,8 +306,9 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
 
     mode = " (read-only)" if read_only else ""
     specs = registered(read_only, profile)
-    server = VaultServer(SERVER_NAME, title=f"vaultmem{mode}", version=__version__,
-                         instructions=build_instructions({spec.name for spec in specs}))
+    with _sdk_logging_plain():
+        server = VaultServer(SERVER_NAME, title=f"vaultmem{mode}", version=__version__,
+                             instructions=build_instructions({spec.name for spec in specs}))
     server.bridge = active  # type: ignore[attr-defined]
     for spec in specs:
         server.add_tool(

@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base import secrets
 from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound, NotOwned
 from vaultmem.base.timeutil import format_time, parse_time
 from vaultmem.core.memories import Memories
@@ -122,6 +121,8 @@ def relate(store: Memories, from_ref: str, to_ref: str, relation_type: str,
     """Write `- type:: [[to]] (strength:: s) (k:: v)` into FROM's `## Relations` section."""
     meta = linkmod.validate_relation(relation_type, strength, metadata)
     # Relation metadata is written into the note like content: refuse credentials the same way.
+    from vaultmem.base import secrets
+
     secrets.check("\n".join(f"{k}: {v}" for k, v in meta.items()))
     strength = float(strength)
     store.sync()

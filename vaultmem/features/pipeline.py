@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base import secrets
 from vaultmem.base.errors import InvalidInput, NotFound, VaultmemError
 from vaultmem.base.timeutil import format_time, parse_time
 from vaultmem.core.memories import Memories
@@ -288,6 +287,8 @@ def write_review(store: Memories, proposals: Sequence[dict[str, Any]], now: dt.d
         path = store.vault.abs(rel)
         if not fresh:
             return rel, 0
+        from vaultmem.base import secrets
+
         body = secrets.redact("".join(f"\n## {name}\n" + "\n".join(lines) + "\n"
                                       for name in ("Merge", "Promote", "Forget", "Reinforce", "Relations")
                                       if (lines := sections.get(name))))  # previews of hand-typed notes

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base import portable, secrets
+from vaultmem.base import portable
 from vaultmem.base.config import SKIP_DIRS, TMP_MARK, Settings
 from vaultmem.base.errors import InvalidInput, VaultmemError
 from vaultmem.storage import canvas
@@ -35,6 +35,14 @@ _CONFIG_TEMPLATE = """\
 # forget_threshold: 0.05
 # promote_threshold: 0.65
 """
+
+
+def _secret_gate(old: str | None, new: str) -> None:
+    """secrets.check_added, imported here: compiling its patterns takes 15 ms, which only
+    commands that write should pay."""
+    from vaultmem.base import secrets
+
+    secrets.check_added(old, new)
 
 
 class Vault:
@@ -278,7 +286,7 @@ class Vault:
         except FileNotFoundError:
             old = None
             self.check_new_name(path)
-        secrets.check_added(old, text)
+        _secret_gate(old, text)
         tmp = self._synced_temp(path, text)
         try:
             try:
@@ -306,7 +314,7 @@ class Vault:
     def replace_if_unchanged(self, path: Path, expected: str, stamp: tuple[int, int, int], text: str) -> bool:
         """See _replace_if_unchanged; the secret gate first."""
         self._check_writable(path)
-        secrets.check_added(expected, text)
+        _secret_gate(expected, text)
         return self._replace_if_unchanged(path, expected, stamp, text)
 
     def _replace_if_unchanged(self, path: Path, expected: str, stamp: tuple[int, int, int], text: str) -> bool:
@@ -335,7 +343,7 @@ class Vault:
         """Write a new note, never replacing an existing file of that name (secret gate first)."""
         self._check_writable(path)
         self.check_new_name(path)  # also refuses a name differing only in case from a file there
-        secrets.check_added(None, text)
+        _secret_gate(None, text)
         before = portable.folder_stamp(path.parent)
         tmp = self._synced_temp(path, text)
         try:

@@ -17,7 +17,6 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.base import secrets
 from vaultmem.base.errors import InvalidInput, NotFound
 from vaultmem.base.timeutil import format_time
 from vaultmem.core.memories import Memories
@@ -41,6 +40,8 @@ def _state_path(store: Memories, agent: str | None) -> Any:
 def remember_recall(store: Memories, ids: Sequence[str], query: str, agent: str | None) -> None:
     """Persist the ids a recall returned, as the default target of the next feedback."""
     path = _state_path(store, agent)
+    from vaultmem.base import secrets
+
     data = {"query": secrets.redact(query), "agent": agent, "at": format_time(store.now()), "ids": list(ids)}
     store.vault.write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
 

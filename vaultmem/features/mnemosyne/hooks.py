@@ -19,7 +19,6 @@ import re
 import uuid
 from typing import Any
 
-from vaultmem.base import secrets
 from vaultmem.base.errors import InvalidInput, NotFound
 from vaultmem.base.timeutil import format_time
 from vaultmem.core.memories import Memories
@@ -346,7 +345,8 @@ def capture(store: Memories, raw: str, agent: str | None, follow_path: bool = Fa
         props["agent"] = agent
     if info.get("session_id"):
         props["session_id"] = str(info["session_id"])
-    # the snapshot keeps the session, never a credential typed in it
+    from vaultmem.base import secrets  # the snapshot keeps the session, never a credential typed in it
+
     text = "---\n" + "".join(notes.render_property(k, v) for k, v in props.items()) + "---\n" \
         + secrets.redact("\n".join(body)) + "\n"
     rel = f"{store.settings.sessions_dir.strip('/')}/session-{now.strftime('%Y%m%d-%H%M%S')}-{sid[:8]}.md"

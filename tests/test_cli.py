@@ -91,6 +91,16 @@ def test_bad_config_file_is_reported(runner, vault_path):
     assert result.output == "Error: decay_model 'linear' is unknown; use one of power_law, exponential, two_component, actr\n"
 
 
+def test_a_config_file_that_is_not_yaml_is_reported_with_its_line(runner, vault_path):
+    config = vault_path / ".vaultmem/config.yaml"
+    config.write_text("forget_threshold: 0.02\ndecay_model: power_law: 2\n")
+    result = runner.invoke(cli, ["search", "x"])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: cannot read {config}: line 2: mapping values are not allowed in this "
+                             "context; fix or delete the file\n")
+    assert config.read_text() == "forget_threshold: 0.02\ndecay_model: power_law: 2\n"
+
+
 def test_init_then_index_commands(runner, tmp_path):
     target = tmp_path / "fresh"
     out = invoke(runner, "init", str(target)).output

@@ -59,6 +59,28 @@ def test_a_vault_template_overrides_ours(store, vault_path):
     assert get_enricher().entities("the frobnicator broke") == []
 
 
+def test_templates_read_through_libyaml_give_the_same_rules(store, vault_path):
+    from vaultmem.base.config import safe_yaml
+
+    for name in ("entities.yaml", "classify.yaml"):
+        text = (enrich.TEMPLATE_DIR / name).read_text()
+        assert safe_yaml(text) == yaml.load(text, Loader=yaml.SafeLoader)  # the pure-Python reader
+
+
+def test_a_broken_vault_template_is_reported_in_one_line_and_saves_nothing(store, vault_path):
+    from vaultmem.base.errors import ConfigError
+
+    (vault_path / ".vaultmem/templates").mkdir(parents=True)
+    broken = vault_path / ".vaultmem/templates/classify.yaml"
+    broken.write_text("memory_types:\n  episodic: [a, b\n")
+    before = sorted(p.name for p in vault_path.rglob("*.md"))
+    with pytest.raises(ConfigError) as caught:
+        store.save("The deploy runs at noon")
+    assert str(caught.value) == (f"cannot read template {broken}: line 3: did not find expected ',' or ']' "
+                                 "(while parsing a flow sequence); fix it or delete the vault's copy")
+    assert sorted(p.name for p in vault_path.rglob("*.md")) == before
+
+
 @pytest.mark.parametrize("text, strength", [
     ("Use JWT tokens for authentication in all new APIs", 1.0),  # the seed's example
     ("Remember: I prefer TypeScript over JavaScript for all new projects", 1.5),  # 1.0 + 0.3 + 0.2

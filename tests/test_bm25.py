@@ -103,6 +103,34 @@ def test_fast_path_equals_whoosh_on_any_plain_query(indexed, words):
     assert_same(*both(indexed, text))
 
 
+def test_the_lexicon_reads_idf_and_field_lengths_as_whoosh_s_searcher(indexed):
+    """bm25.Lexicon stands in for whoosh.searching.Searcher on the plain path: the same floats."""
+    lexicon = indexed.index._lexicon()
+    searcher = lexicon.searcher()
+    assert lexicon.doc_count_all() == searcher.doc_count_all() > 60  # deleted documents count too
+    for field in SEARCH_FIELDS:
+        assert lexicon.avg_field_length(field) == searcher.avg_field_length(field)
+        for word in ("kafka", "deploy", "caroline", "absent"):
+            assert lexicon.idf(field, word) == searcher.idf(field, word)
+    assert lexicon.avg_field_length("path") is None  # an ID field is not scorable
+    assert indexed.index._searcher() is searcher  # one Whoosh searcher per generation, built on demand
+
+
+def test_document_paths_kept_across_searches_stay_bounded(indexed, monkeypatch):
+    """A server's path cache (bm25.doc_paths) starts again past DOC_PATHS_LIMIT paths."""
+    lexicon = indexed.index._lexicon()
+    docs = sorted(set(range(lexicon.doc_count_all())) - bm25.dead_docs(lexicon))
+    expected = [lexicon.searcher().stored_fields(d)["path"] for d in docs]
+    monkeypatch.setattr(bm25, "DOC_PATHS_LIMIT", 40)
+    cache: dict = {}
+    assert bm25.doc_paths(lexicon, docs[:30], cache) == expected[:30]
+    assert sum(map(len, cache.values())) == 30
+    assert bm25.doc_paths(lexicon, docs[30:50], cache) == expected[30:50]  # 30 + 20 > 40: started again
+    assert sum(map(len, cache.values())) == 20
+    assert bm25.doc_paths(lexicon, docs[30:50], cache) == expected[30:50]  # served from the cache
+    assert sum(map(len, cache.values())) == 20
+
+
 def test_filter_postings_cached_per_segment_stay_true_across_commits_and_merges(tmp_path):
     store = MemoryStore(tmp_path / "v", clock=Clock())
     store.init()

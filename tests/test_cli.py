@@ -153,6 +153,10 @@ def test_help_and_search_import_no_heavy_libraries(vault_path):
     # what only writes need: the secret filter's patterns (15 ms to compile), and urllib.request,
     # which xml.sax.saxutils (the service files' escaping) imports (28 ms)
     for_writes = {"vaultmem.base.secrets", "urllib.request"}
+    # what only a query with syntax needs: Whoosh's searcher and parser (bm25.Lexicon)
+    for_syntax = {"whoosh.searching", "whoosh.qparser"}
+    subprocess.run([sys.executable, "-m", "vaultmem", "save", "anything goes", "--vault", str(vault_path)],
+                   capture_output=True, check=True)
     for args in (["--help"], ["search", "anything", "--vault", str(vault_path)]):
         proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaultmem", *args],
                               capture_output=True, text=True, check=True)
@@ -160,6 +164,8 @@ def test_help_and_search_import_no_heavy_libraries(vault_path):
         imported = {name.split(".")[0] for name in modules}
         assert not imported & set(heavy), f"vaultmem {' '.join(args)} imports {imported & set(heavy)}"
         assert not modules & for_writes, f"vaultmem {' '.join(args)} imports {modules & for_writes}"
+        assert not modules & for_syntax, f"vaultmem {' '.join(args)} imports {modules & for_syntax}"
+        assert args[0] != "search" or "anything goes" in proc.stdout  # the plain path ran and found it
 
 
 def test_config_shows_values_and_sources(runner, vault_path, monkeypatch):

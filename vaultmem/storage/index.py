@@ -368,7 +368,7 @@ class Index:
         self._allowed_cache: dict[str, Any] = {}
         self._lengths_cache: dict[Any, Any] = {}
         self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
-        self._doc_paths: dict[Any, str] = {}  # bm25.doc_paths, across searchers
+        self._doc_paths: dict[Any, dict[int, str]] = {}  # bm25.doc_paths, across searchers
         # (catalog version, its listing or the listing's digest): see diff
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]] | tuple[int, int]] | None = None
         self._records_cache: tuple[Any, list[Record]] | None = None
@@ -844,22 +844,22 @@ class Index:
 
         _check_syntax(text)
         text = natural_query(text)
-        searcher = self._searcher()
-        allowed = self._allowed(searcher, kinds, statuses, tags)
+        lexicon = self._lexicon()
+        allowed = self._allowed(lexicon, kinds, statuses, tags)
         if not allowed:
             return [], True
         words = bm25.plain_words(text)
-        plan = bm25.query_terms(searcher.schema, fields,  # ix.schema re-reads the TOC file each time
+        plan = bm25.query_terms(lexicon.schema, fields,  # ix.schema re-reads the TOC file each time
                                 words, _stemmer()) if words is not None else None
         if plan is not None:  # plain words: BM25F straight off the postings (see bm25.py)
             terms, n_words = plan
-            scores, masks = bm25.score(searcher, terms, allowed, BM25_B, BM25_K1, self._lengths_cache)
+            scores, masks = bm25.score(lexicon, terms, allowed, BM25_B, BM25_K1, self._lengths_cache)
             share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
             top = heapq.nsmallest(limit, [(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()])
-            paths = bm25.doc_paths(searcher, [doc for _neg, doc in top], self._doc_paths)
+            paths = bm25.doc_paths(lexicon, [doc for _neg, doc in top], self._doc_paths)
             found = [(path, -neg) for path, (neg, _doc) in zip(paths, top, strict=True)]
             return found, len(scores) <= limit
-        return self._whoosh_search(searcher, text, allowed, limit, fields)
+        return self._whoosh_search(lexicon.searcher(), text, allowed, limit, fields)
 
     def _whoosh_search(self, searcher: Any, text: str, allowed: set[int], limit: int,
                        fields: Sequence[str] = SEARCH_FIELDS) -> tuple[list[tuple[str, float]], bool]:
@@ -885,23 +885,27 @@ class Index:
         found.sort(key=lambda item: -item[1])
         return found, len(found) < limit
 
-    def _searcher(self) -> Any:
-        """One searcher per index generation, reopened when a writer (any process) committed."""
+    def _lexicon(self) -> Any:
+        """One `bm25.Lexicon` per index generation, reopened when a writer (any process) committed."""
         from vaultmem.storage import bm25
 
         ix = self.ix
         if self._search is not None and self._search_ix is ix and self._search.up_to_date():
             return self._search
         if self._search is not None and self._search_ix is ix:
-            # A fresh searcher, not refresh(): whoosh3's refresh crashes when the old reader
+            # A fresh reader, not refresh(): whoosh3's refresh crashes when the old reader
             # was an EmptyReader (an index with no segments yet), and it keeps the old segment
             # readers beside the new ones, so an edited note is found by its old text too.
             self._search.close()
-        self._search, self._search_ix = ix.searcher(weighting=_weighting()), ix
+        self._search, self._search_ix = bm25.Lexicon(ix, _weighting), ix
         self._allowed_cache, self._lengths_cache = {}, {}
         bm25.prune(self._segment_docs, self._search)  # forget segments merged away
         bm25.prune(self._doc_paths, self._search)
         return self._search
+
+    def _searcher(self) -> Any:
+        """Whoosh's searcher over the current generation (queries with syntax; see bm25.Lexicon)."""
+        return self._lexicon().searcher()
 
     def _allowed(self, searcher: Any, kinds: Sequence[str], statuses: Sequence[str] | None,
                  tags: Sequence[str]) -> set[int]:

@@ -103,7 +103,7 @@ def test_fast_path_equals_whoosh_on_any_plain_query(indexed, words):
     assert_same(*both(indexed, text))
 
 
-def test_the_lexicon_reads_idf_and_field_lengths_as_whoosh_s_searcher(indexed):
+def test_the_lexicon_reads_idf_and_field_lengths_as_whoosh_s_searcher(indexed, monkeypatch):
     """bm25.Lexicon stands in for whoosh.searching.Searcher on the plain path: the same floats."""
     lexicon = indexed.index._lexicon()
     searcher = lexicon.searcher()
@@ -113,6 +113,11 @@ def test_the_lexicon_reads_idf_and_field_lengths_as_whoosh_s_searcher(indexed):
         for word in ("kafka", "deploy", "caroline", "absent"):
             assert lexicon.idf(field, word) == searcher.idf(field, word)
     assert lexicon.avg_field_length("path") is None  # an ID field is not scorable
+    # the idf cache is bounded (a read-only server's generation can last for days) and stays exact
+    monkeypatch.setattr(bm25, "IDF_CACHE_LIMIT", 3)
+    for word in ("outage", "budget", "dog", "absent2", "kafka"):  # none yet in the content field's cache
+        assert lexicon.idf("content", word) == searcher.idf("content", word)
+        assert 1 <= len(lexicon._idf) <= 3
     assert indexed.index._searcher() is searcher  # one Whoosh searcher per generation, built on demand
 
 

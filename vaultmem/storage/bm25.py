@@ -180,6 +180,7 @@ def field_values(searcher: Any, field: str) -> dict[str, int]:
         return {}
 
 
+IDF_CACHE_LIMIT = 4096  # terms whose idf a Lexicon keeps
 DOC_PATHS_LIMIT = 16_384  # paths doc_paths keeps (~2.5 MB); past it the cache starts again
 
 
@@ -240,6 +241,8 @@ class Lexicon:
         key = (field, text)
         found = self._idf.get(key)
         if found is None:
+            if len(self._idf) >= IDF_CACHE_LIMIT:  # a read-only server's generation can last for days
+                self._idf.clear()
             n = self._reader.doc_frequency(field, text)
             found = self._idf[key] = math.log(self._doccount / (n + 1)) + 1
         return found

@@ -86,9 +86,9 @@ def _blocks(matcher: Any) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
 
 
 def _postings(reader: Any, field: str, text: str) -> Any | None:
+    """The term's posting matcher in this segment, or None: one lookup in the term table
+    (asking `in` first was a second one)."""
     try:
-        if (field, text) not in reader:
-            return None
         return reader.postings(field, text)
     except Exception as exc:  # TermNotFound
         if type(exc).__name__ == "TermNotFound":
@@ -315,13 +315,18 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
     acc: dict[int, float] = {}
     masks: dict[int, int] = {}
     k1p1 = k1 + 1
+    leaves = searcher.reader().leaf_readers()
     for field, text, bit in terms:
-        idf = searcher.idf(field, text)
-        avgfl = searcher.avg_field_length(field) or 1
-        for reader, offset in searcher.reader().leaf_readers():
+        # read once the term is found in a segment: a term found nowhere costs no more lookups
+        idf: float | None = None
+        avgfl: float = 1
+        for reader, offset in leaves:
             matcher = _postings(reader, field, text)
             if matcher is None:
                 continue
+            if idf is None:
+                idf = searcher.idf(field, text)
+                avgfl = searcher.avg_field_length(field) or 1
             lengths = _lengths(reader, field, cache)
             if isinstance(lengths, tuple):  # whoosh3: length bytes and their decoding table
                 raw, decoded = lengths

@@ -239,6 +239,20 @@ def test_malformed_notes_are_never_rewritten(sample_vault, clock):
     assert broken.read_bytes() == original
 
 
+@pytest.mark.parametrize(("value", "shape"), [("[a1b2c3d4]", "a list"), ("{a: 1}", "a mapping")])
+def test_a_memory_id_that_is_not_one_value_is_reported_not_indexed_as_its_repr(store, vault_path, value, shape):
+    """A person typed `id: [x]`: the note is malformed (named, kept as is), never the memory "['x']"."""
+    note = vault_path / "memory/stm/odd-id.md"
+    note.write_bytes(f"---\r\nid: {value}\r\nstatus: active\r\n---\r\nKafka cluster notes\r\n".encode())
+    before = note.read_bytes()
+    store.sync()
+    assert store.index_status()["malformed"] == [
+        {"path": "memory/stm/odd-id.md",
+         "reason": f"property 'id' is {shape}; give the memory one id (text) or remove the property"}]
+    assert store.search("kafka")["count"] == 0
+    assert note.read_bytes() == before
+
+
 def test_touching_a_note_that_broke_since_indexing_refuses(store, vault_path):
     result = store.save("soon broken")
     path = vault_path / result["path"]

@@ -243,6 +243,9 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     if "id" not in props or props.get("id") in (None, ""):
         # A note a person dropped into a memory folder: a stable id from its file name.
         props = dict(props, id=str(uuid.uuid5(ID_NAMESPACE, stem.lower())))
+    elif isinstance(props["id"], (list, dict)):  # str() would index it as "['x']"
+        shape = "a list" if isinstance(props["id"], list) else "a mapping"
+        raise MalformedNote("", f"property 'id' is {shape}; give the memory one id (text) or remove the property")
     default_time = dt.datetime.fromtimestamp(fingerprint[0] / 1e9, UTC).replace(microsecond=0)
     memory = notes.memory_from_properties(props, split.body, rel, default_time, vault.settings.naive_zone)
     rec.id = memory.id

@@ -12,6 +12,7 @@ from vaultmem.base.errors import InvalidInput
 from vaultmem.storage.links import (
     Link,
     Resolver,
+    aliases_of,
     keys_for,
     note_links,
     parse_links,
@@ -138,6 +139,9 @@ def test_set_relation_ignores_a_relations_heading_inside_code():
     (("supports", 1.0, {"strength": "x"}), "metadata key 'strength' is reserved; pass it with its own option"),
     (("supports", 1.0, {"why": "see (this)"}),
      "metadata value for 'why' contains brackets, '::' or a line break; remove them"),
+    (("supports", 1.0, {"why": None}),
+     "metadata value for 'why' is null; give it text or a number, or leave the key out"),
+    (("supports", 1.0, {"weight": float("nan")}), "metadata value for 'weight' is nan; pass a finite number or text"),
 ])
 def test_validate_relation_errors(args, message):
     with pytest.raises(InvalidInput) as err:
@@ -217,3 +221,10 @@ def test_every_link_of_a_long_note_reports_its_real_line():
     found = parse_links(body, 4)
     assert {link.target: link.line for link in found} == expected
     assert len(found) == len(expected) == 6000
+
+
+def test_aliases_leave_out_maps_and_lists_a_person_typed():
+    """`aliases: {a: 1}` or a list inside the list is no name Obsidian resolves: never its repr."""
+    assert aliases_of({"aliases": {"a": 1}}) == []
+    assert aliases_of({"aliases": [{"a": 1}, ["b"], "Kafka Migration", None], "alias": "KM"}) == [
+        "kafka migration", "km"]

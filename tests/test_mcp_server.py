@@ -131,6 +131,10 @@ def test_save_writes_one_note_with_the_seed_keys(server, vault_path):
     ({"content": "ok", "strength": 2.5}, "strength: Input should be less than or equal to 2"),
     ({"content": "ok", "source": "s" * 501}, "source: String should have at most 500 characters"),
     ({"content": "ok", "meta": {"status": "x"}}, "Error: meta key 'status' is a vaultmem property"),
+    ({"content": "ok", "meta": {"people": [{"name": "Ana"}]}},
+     "Error: meta value for 'people' must be flat (text, number, list), not a list of maps"),
+    ({"content": "ok", "meta": {"grid": [[1, 2]]}},
+     "Error: meta value for 'grid' must be flat (text, number, list), not a list of lists"),
     ({"tags": ["a"]}, "content: Field required"),
     ({"content": 5}, "content: Input should be a valid string"),
 ])

@@ -141,3 +141,16 @@ def test_update_then_parse_gives_the_changes_and_keeps_the_rest(original, change
     assert out.endswith("---\nbody\n")
     for key in original.keys() - changes.keys():
         assert notes.render_property(key, original[key]) in out
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ({"a": 1}, []),
+    ([{"a": 1}, "b", ["c"], None, "  "], ["b"]),
+    ([True, False, 2026, 1.5], ["true", "false", "2026", "1.5"]),
+    ("a, b", ["a", "b"]),
+    (True, ["true"]),
+    (None, []),
+])
+def test_list_properties_leave_out_maps_and_keep_yaml_words(value, expected):
+    """Before: `tags: {a: 1}` became the tag "{'a': 1}", `[true]` the tag "True"."""
+    assert notes.as_list(value) == expected

@@ -436,7 +436,7 @@ def test_one_bad_note_is_one_bad_note(sample_vault, monkeypatch, line, reason):
     runner = CliRunner()
     first = runner.invoke(cli, ["search", "planning"])
     assert first.exit_code == 0
-    for args in (["stats"], ["gc"], ["promote", "--auto", "--dry-run"], ["doctor"],
+    for args in (["stats"], ["gc"], ["promote", "--auto", "--dry-run"], ["doctor"], ["count"],
                  ["cluster"], ["consolidate", "--auto-detect"], ["graph"], ["index", "rebuild"]):
         r = runner.invoke(cli, args)
         assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.output)
@@ -449,6 +449,28 @@ def test_one_bad_note_is_one_bad_note(sample_vault, monkeypatch, line, reason):
     else:
         assert "Daily planning notes" in runner.invoke(cli, ["search", "planning", "--unified"]).output
     assert daily.read_bytes() == before
+
+
+def test_a_property_holding_infinity_stops_no_command(sample_vault, monkeypatch):
+    """`rating: .inf` in a memory was stored as JSON `Infinity`, which SQLite's JSON functions
+    refuse: `vaultmem count` and `bot-profile` stopped with "malformed JSON"."""
+    monkeypatch.setenv("VAULTMEM_VAULT", str(sample_vault))
+    note = sample_vault / "memory/stm/rated-0f0f0f0f.md"
+    note.write_text("---\nid: 0f0f0f0f-0000-4000-8000-000000000000\nstatus: active\nrating: .inf\n"
+                    "score: [1, .nan]\nagent: devops-agent\n---\nThe deploy runbook is rated highly\n")
+    before = note.read_bytes()
+    runner = CliRunner()
+    for args in (["count", "--json"], ["bot-profile", "devops-agent", "--json"], ["stats"], ["search", "runbook"]):
+        r = runner.invoke(cli, args)
+        assert r.exit_code == 0 and r.exception is None, (args, r.output)
+    assert "runbook" in runner.invoke(cli, ["search", "runbook"]).output
+    from vaultmem.store import MemoryStore
+
+    store = MemoryStore(sample_vault)
+    (props,) = store.index.db.execute("SELECT props FROM notes WHERE path = ?", ("memory/stm/rated-0f0f0f0f.md",)).fetchone()
+    assert json.loads(props) == {"rating": "inf", "score": [1, "nan"]}
+    store.close()
+    assert note.read_bytes() == before
 
 
 def test_an_event_time_before_year_one_in_utc_is_a_clear_error(store):

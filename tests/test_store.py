@@ -148,6 +148,30 @@ def test_save_rejects_meta_that_shadows_an_owned_property(store):
         store.save("x", meta={"status": "promoted"})
 
 
+@pytest.mark.parametrize(("meta", "message"), [
+    ({"k": {"a": 1}}, "meta value for 'k' must be flat (text, number, list), not a map"),
+    ({"k": [{"a": 1}]}, "meta value for 'k' must be flat (text, number, list), not a list of maps"),
+    ({"k": ["a", [1, 2]]}, "meta value for 'k' must be flat (text, number, list), not a list of lists"),
+    ({"k": float("nan")}, "meta value for 'k' is nan; a note cannot keep it, pass a finite number or text"),
+    ({"k": [1.5, float("inf")]}, "meta value for 'k' is inf; a note cannot keep it, pass a finite number or text"),
+    ({"k": b"raw"}, "meta value for 'k' must be text, a number, true/false, a date or a list of those, not bytes"),
+    ({"k": {1, 2}}, "meta value for 'k' must be text, a number, true/false, a date or a list of those, not set"),
+])
+def test_save_refuses_meta_a_note_cannot_keep_as_the_same_value(store, vault_path, meta, message):
+    """Before: a list of maps was written as Python's repr ("{'a': 1}"), NaN raised a bare ValueError."""
+    with pytest.raises(InvalidInput) as info:
+        store.save("a fact with odd extras", meta=meta)
+    assert str(info.value) == message
+    assert list((vault_path / "memory/stm").iterdir()) == []
+
+
+def test_save_keeps_flat_meta_values_as_they_were_given(store, vault_path):
+    # "n" is quoted: YAML 1.1 readers take a bare n for false
+    result = store.save("a fact with extras", meta={"n": 3, "x": -0.5, "ok": True, "none": None, "l": ["a", 2, None]})
+    text = (vault_path / result["path"]).read_text()
+    assert "\n\"n\": 3\nx: -0.5\nok: true\nnone: null\nl:\n  - a\n  - 2\n  - null\n" in text
+
+
 def test_open_by_id_short_id_and_file_name(store):
     result = store.save("Zoë prefers the café near the Zürich office")
     mid, name = result["memory_id"], result["path"].rsplit("/", 1)[1]
@@ -239,16 +263,20 @@ def test_malformed_notes_are_never_rewritten(sample_vault, clock):
     assert broken.read_bytes() == original
 
 
-@pytest.mark.parametrize(("value", "shape"), [("[a1b2c3d4]", "a list"), ("{a: 1}", "a mapping")])
-def test_a_memory_id_that_is_not_one_value_is_reported_not_indexed_as_its_repr(store, vault_path, value, shape):
-    """A person typed `id: [x]`: the note is malformed (named, kept as is), never the memory "['x']"."""
+@pytest.mark.parametrize("key", ["id", "status", "memory_type", "source", "context", "agent"])
+@pytest.mark.parametrize(("value", "shape"), [("[a1b2c3d4, x]", "a list"), ("{a: 1}", "a mapping")])
+def test_a_one_value_property_given_a_list_is_reported_not_read_as_its_repr(store, vault_path, key, value, shape):
+    """A person typed `id: [x]` or `agent: [a, b]`: the note is malformed (named, kept as is),
+    never the memory "['x']" nor a private memory of the agent "['a', 'b']"."""
     note = vault_path / "memory/stm/odd-id.md"
-    note.write_bytes(f"---\r\nid: {value}\r\nstatus: active\r\n---\r\nKafka cluster notes\r\n".encode())
+    props = {"id": "0dd1d000-0000-4000-8000-000000000000", "status": "active", key: value}
+    note.write_bytes(("---\r\n" + "".join(f"{k}: {v}\r\n" for k, v in props.items())
+                      + "---\r\nKafka cluster notes\r\n").encode())
     before = note.read_bytes()
     store.sync()
     assert store.index_status()["malformed"] == [
         {"path": "memory/stm/odd-id.md",
-         "reason": f"property 'id' is {shape}; give the memory one id (text) or remove the property"}]
+         "reason": f"property {key!r} is {shape}; give it one value (text) or remove the property"}]
     assert store.search("kafka")["count"] == 0
     assert note.read_bytes() == before
 

@@ -40,6 +40,7 @@ from vaultmem.core.model import (
     SEARCH_MODES,
     STATUS_FILTERS,
     validate_content,
+    validate_meta,
     validate_tags,
     validate_window_and_score,
     visible_to,
@@ -241,15 +242,7 @@ class Memories:
             raise InvalidInput(f"strength must be between 1.0 and 2.0, got {strength}")
         if memory_type is not None and memory_type not in MEMORY_TYPES:
             raise InvalidInput(f"memory_type must be one of {', '.join(MEMORY_TYPES)}, got {memory_type!r}")
-        meta = dict(meta or {})
-        clash = sorted(set(meta) & set(notes.OWNED_KEYS))
-        if clash:
-            raise InvalidInput(f"meta key {clash[0]!r} is a vaultmem property; pass it with its own option")
-        for key, value in meta.items():
-            if not key or not isinstance(key, str) or "\n" in key or ":" in key:
-                raise InvalidInput(f"meta key {key!r} is not a valid property name")
-            if isinstance(value, Mapping):
-                raise InvalidInput(f"meta value for {key!r} must be flat (text, number, list), not a map")
+        meta = validate_meta(meta, notes.OWNED_KEYS)
         from vaultmem.base import secrets  # its patterns compile on first use: reads never pay
 
         secrets.check("\n".join([content, source or "", context or "", agent or "", *tags, *(entities or []),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput
@@ -47,6 +48,39 @@ def validate_window_and_score(window_days: float | None, min_score: float | None
         raise InvalidInput(f"window_days must be a positive number of days, got {window_days}")
     if min_score is not None and min_score < 0:
         raise InvalidInput(f"min_score must be 0 or more, got {min_score}")
+
+
+def _meta_scalar_problem(value: Any, in_list: bool = False) -> str | None:
+    """Why `value` cannot be one value of a note property (None: it can)."""
+    if value is None or isinstance(value, (str, bool, int, dt.date)):  # dt.date: datetimes too
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"is {value!r}; a note cannot keep it, pass a finite number or text"
+    if isinstance(value, (Mapping, list, tuple)):
+        shape = "a list of " if in_list else "a "
+        return f"must be flat (text, number, list), not {shape}{'map' if isinstance(value, Mapping) else 'list'}" + (
+            "s" if in_list else "")
+    return f"must be text, a number, true/false, a date or a list of those, not {type(value).__name__}"
+
+
+def validate_meta(meta: Mapping[str, Any] | None, owned: Collection[str]) -> dict[str, Any]:
+    """A save's extra properties: property names (not vaultmem's own), each value text, a
+    number, true/false, null or a flat list of those (a note keeps nothing else as the
+    same value; Python's repr of a map, a nested list or NaN must never reach a note)."""
+    out = dict(meta or {})
+    clash = sorted(k for k in out if k in owned)
+    if clash:
+        raise InvalidInput(f"meta key {clash[0]!r} is a vaultmem property; pass it with its own option")
+    for key, value in out.items():
+        if not key or not isinstance(key, str) or "\n" in key or ":" in key:
+            raise InvalidInput(f"meta key {key!r} is not a valid property name")
+        if isinstance(value, (list, tuple)):
+            problem = next((p for p in (_meta_scalar_problem(v, in_list=True) for v in value) if p), None)
+        else:
+            problem = _meta_scalar_problem(value)
+        if problem is not None:
+            raise InvalidInput(f"meta value for {key!r} {problem}")
+    return out
 
 
 def validate_tags(tags: Sequence[str] | None) -> list[str]:

@@ -15,6 +15,7 @@ import datetime as dt
 import functools
 import heapq
 import json
+import math
 import operator
 import os
 import re
@@ -106,10 +107,11 @@ class Record:
         values = {c: getattr(self, c) for c in _COLUMNS}  # dataclasses.asdict deep-copies: 4x slower
         values["tags"] = json.dumps(self.tags, ensure_ascii=False)
         values["entities"] = json.dumps(self.entities, ensure_ascii=False)
-        try:
-            values["props"] = json.dumps(self.props, ensure_ascii=False, default=_json_default)
-        except (TypeError, ValueError):  # a nested key JSON cannot hold (a date, a list): as text
-            values["props"] = json.dumps(_json_safe(self.props), ensure_ascii=False, default=_json_default)
+        try:  # allow_nan=False: SQLite's JSON functions refuse NaN/Infinity (`rating: .inf`)
+            values["props"] = json.dumps(self.props, ensure_ascii=False, default=_json_default, allow_nan=False)
+        except (TypeError, ValueError):  # a nested key JSON cannot hold (a date, a list), a non-finite number: as text
+            values["props"] = json.dumps(_json_safe(self.props), ensure_ascii=False, default=_json_default,
+                                         allow_nan=False)
         values["pinned"] = int(self.pinned)
         return tuple(values[c] for c in _COLUMNS)
 
@@ -161,6 +163,8 @@ def _json_safe(value: Any) -> Any:
         return {notes.property_name(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "inf", "nan": as text, which SQLite's JSON can hold
     return value
 
 
@@ -243,9 +247,6 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     if "id" not in props or props.get("id") in (None, ""):
         # A note a person dropped into a memory folder: a stable id from its file name.
         props = dict(props, id=str(uuid.uuid5(ID_NAMESPACE, stem.lower())))
-    elif isinstance(props["id"], (list, dict)):  # str() would index it as "['x']"
-        shape = "a list" if isinstance(props["id"], list) else "a mapping"
-        raise MalformedNote("", f"property 'id' is {shape}; give the memory one id (text) or remove the property")
     default_time = dt.datetime.fromtimestamp(fingerprint[0] / 1e9, UTC).replace(microsecond=0)
     memory = notes.memory_from_properties(props, split.body, rel, default_time, vault.settings.naive_zone)
     rec.id = memory.id

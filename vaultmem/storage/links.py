@@ -361,6 +361,10 @@ def validate_relation(relation_type: str, strength: float, metadata: Mapping[str
             raise InvalidInput(f"metadata key {key!r} is reserved; pass it with its own option")
         if isinstance(value, (dict, list, tuple)):
             raise InvalidInput(f"metadata value for {key!r} must be text or a number, not a {type(value).__name__}")
+        if value is None:  # str() would write "None" into the note
+            raise InvalidInput(f"metadata value for {key!r} is null; give it text or a number, or leave the key out")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInput(f"metadata value for {key!r} is {value!r}; pass a finite number or text")
         text = json.dumps(value) if isinstance(value, bool) else str(value).strip()
         if re.search(r"[()\[\]\n\r]|::", text):
             raise InvalidInput(f"metadata value for {key!r} contains brackets, '::' or a line break; remove them")
@@ -757,6 +761,8 @@ def aliases_of(props: Mapping[str, Any]) -> list[str]:
         value = props.get(name)
         items = value if isinstance(value, (list, tuple)) else ([value] if value else [])
         for item in items:
+            if isinstance(item, (Mapping, list, tuple, set, frozenset)):
+                continue  # not a name Obsidian lists (`aliases: {a: 1}`): never its Python repr
             if item is not None and str(item).strip():
                 key = _fold(str(item).strip())
                 if key not in found:

@@ -567,15 +567,23 @@ def understood(key: str, value: Any) -> bool:
 
 
 def as_list(value: Any) -> list[str]:
-    """A list property as strings; Obsidian also accepts a single value or comma text."""
-    if value is None:
-        return []
+    """A list property as strings; Obsidian also accepts a single value or comma text. A map
+    (`tags: {a: 1}`), or a map or list inside the list, is not a value Obsidian lists: left
+    out, never written as Python's repr ("{'a': 1}")."""
     if isinstance(value, (list, tuple)):
-        return [str(v).strip() for v in value if v is not None and str(v).strip()]
-    text = str(value).strip()
+        return [text for text in map(_list_item, value) if text]
+    text = _list_item(value)
     if not text:
         return []
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _list_item(value: Any) -> str:
+    if value is None or isinstance(value, (Mapping, list, tuple, set, frozenset)):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as YAML and Obsidian write it, not Python's True
+    return str(value).strip()
 
 
 def normalise_tag(tag: str) -> str:
@@ -597,11 +605,22 @@ def as_number(value: Any, default: float) -> float:
     return number if math.isfinite(number) else default
 
 
+# A memory's properties that hold one value: a list or map there is reported, never read as
+# Python's repr ("['a', 'b']"), which would make an unknown status, or a private memory of an
+# agent nobody is.
+ONE_VALUE_KEYS = ("id", "status", "memory_type", "source", "context", "agent")
+
+
 def memory_from_properties(props: Mapping[str, Any], body: str, path: str,
                            default_time: dt.datetime, naive_zone: dt.tzinfo | None = dt.timezone.utc) -> Memory:
     """Build a Memory from parsed properties, tolerant of what a person may have typed. A
     time without a zone (Obsidian's Date & time property) is in `naive_zone` (None: this
-    machine's zone)."""
+    machine's zone). Raises MalformedNote for a list or map in a one-value property."""
+    for key in ONE_VALUE_KEYS:
+        value = props.get(key)
+        if isinstance(value, (Mapping, list, tuple, set, frozenset)):
+            shape = "a mapping" if isinstance(value, Mapping) else "a list"
+            raise MalformedNote("", f"property {key!r} is {shape}; give it one value (text) or remove the property")
     created = parse_time(props.get("created"), naive_zone) or default_time
     last_used = parse_time(props.get("last_used"), naive_zone) or created
     meta = {k: v for k, v in props.items() if k not in OWNED_KEYS}

@@ -2,9 +2,10 @@
 
 The person rewrites a note's text, adds properties of their own, renames a note or moves it
 out of the memory folders, with LF or CRLF, the way Obsidian does; vaultmem saves, touches,
-promotes and relates in between. After every step: each memory is exactly one file, holding
-the person's latest text and every property they added, byte for byte, and a search for the
-person's words finds it (the index followed every edit). DESIGN principle 6: the person owns
+promotes, relates, archives faded memories (gc), forgets and restores in between. After
+every step: each memory is exactly one file, holding the person's latest text and every
+property they added, byte for byte, and a search for the person's words finds it unless it
+was forgotten (the index followed every edit). DESIGN principle 6: the person owns
 the vault.
 """
 
@@ -47,6 +48,7 @@ class PersonAndVaultmem(RuleBasedStateMachine):
         self.n = 0
         self.words: dict[str, str] = {}  # memory id -> the latest text's unique word
         self.props: dict[str, list[str]] = {}  # memory id -> property lines the person added
+        self.forgotten: set[str] = set()  # soft-deleted: the note stays, search leaves it out
 
     def teardown(self) -> None:
         self.store.close()
@@ -101,7 +103,31 @@ class PersonAndVaultmem(RuleBasedStateMachine):
 
     @rule()
     def time_passes(self) -> None:
-        self.clock.advance(hours=7)
+        self.clock.advance(days=9)
+
+    @rule()
+    def gc_archives(self) -> None:
+        self.store.gc(apply=True)  # faded short-term memories move to memory/archive/
+
+    @precondition(lambda self: self.words)
+    @rule(data=st.data())
+    def forget(self, data: st.DataObject) -> None:
+        mid = data.draw(st.sampled_from(sorted(self.words)))
+        try:
+            self.store.forget(mid)
+        except VaultmemError:
+            return  # a note the person moved out: theirs, refused
+        self.forgotten.add(mid)
+
+    @precondition(lambda self: self.forgotten)
+    @rule(data=st.data())
+    def restore(self, data: st.DataObject) -> None:
+        mid = data.draw(st.sampled_from(sorted(self.forgotten)))
+        try:
+            self.store.restore(mid)
+        except VaultmemError:
+            return  # the person moved it out since: theirs to restore (`deleted: true` stays)
+        self.forgotten.discard(mid)
 
     # -- the person's turns -------------------------------------------------------------------
     @precondition(lambda self: self.words)
@@ -160,10 +186,10 @@ class PersonAndVaultmem(RuleBasedStateMachine):
                 assert f"{eol}{line}{eol}" in raw, (line, raw)
 
     @invariant()
-    def a_search_for_the_person_s_words_finds_each_memory(self) -> None:
+    def a_search_for_the_person_s_words_finds_each_memory_not_forgotten(self) -> None:
         for mid, w in self.words.items():
             found = [r["id"] for r in self.store.search(w, top_k=5, status="all")["results"]]
-            assert mid in found, (mid, w, found)
+            assert (mid in found) == (mid not in self.forgotten), (mid, w, found)
 
 
 TestPersonAndVaultmem = PersonAndVaultmem.TestCase

@@ -469,7 +469,15 @@ def test_a_property_holding_infinity_stops_no_command(sample_vault, monkeypatch)
     store = MemoryStore(sample_vault)
     (props,) = store.index.db.execute("SELECT props FROM notes WHERE path = ?", ("memory/stm/rated-0f0f0f0f.md",)).fetchone()
     assert json.loads(props) == {"rating": "inf", "score": [1, "nan"]}
+    # A catalog written before this fix holds JSON Infinity: the queries read past it.
+    with store.index.db:
+        store.index.db.execute("UPDATE notes SET props = '{\"rating\": Infinity}' WHERE path = ?",
+                               ("memory/stm/rated-0f0f0f0f.md",))
     store.close()
+    for args in (["count", "--json"], ["bot-profile", "devops-agent", "--json"]):
+        r = runner.invoke(cli, args)
+        assert r.exit_code == 0 and r.exception is None, (args, r.output)
+    assert json.loads(runner.invoke(cli, ["count", "--json"]).output)["total"] >= 1
     assert note.read_bytes() == before
 
 

@@ -51,14 +51,20 @@ def _knowledge(store: Memories, agent: str, topic: str, limit: int, viewer: str 
              "eventTime": r["eventTime"], "score": r["score"]} for r in found["results"]]
 
 
+def _prop(name: str) -> str:
+    """SQL for one property from the catalog's JSON, NULL where a catalog written before
+    non-finite numbers were stored as text holds `Infinity` (json_extract would stop the query)."""
+    return f"CASE WHEN json_valid(props) THEN json_extract(props, '$.{name}') END"
+
+
 def profile(store: Memories, agent: str, viewer: str | None = None) -> dict[str, Any]:
     """The seed's knowledgeProfile plus per-domain/type counts and shares (one catalog query)."""
     agent = _check_agent(agent)
     store.sync()
     rows = store.index.db.execute(
-        "SELECT memory_type, json_extract(props, '$.domain'), json_extract(props, '$.confidence'),"
-        " json_extract(props, '$.private'), created, last_used FROM notes"
-        " WHERE kind = 'memory' AND agent = ? AND status IN ('active', 'promoted', 'archived')", (agent,)).fetchall()
+        f"SELECT memory_type, {_prop('domain')}, {_prop('confidence')}, {_prop('private')}, created, last_used"
+        " FROM notes WHERE kind = 'memory' AND agent = ? AND status IN ('active', 'promoted', 'archived')",
+        (agent,)).fetchall()
     # private: its own agent's (and the person's, viewer None) only
     mine = [r for r in rows if not (r[3] in (1, True) and viewer is not None and viewer != agent)]
     domains = collections.Counter(str(r[1] or "general") for r in mine)
@@ -169,7 +175,7 @@ def count(store: Memories) -> dict[str, Any]:
     by_type: collections.Counter[str] = collections.Counter()
     private = shared = skills = deleted = 0
     rows = store.index.db.execute(
-        "SELECT kind, path, status, memory_type, json_extract(props, '$.private') FROM notes"
+        f"SELECT kind, path, status, memory_type, {_prop('private')} FROM notes"
         " WHERE kind IN ('memory', 'block', 'session')")
     for kind, path, status, memory_type, is_private in rows:
         if kind != "memory":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
+from typing import Any
 
 from conftest import Clock
 from hypothesis import HealthCheck, settings
@@ -76,30 +77,33 @@ class PersonAndVaultmem(RuleBasedStateMachine):
         mid = self.store.save(f"The {w} runbook lives in the ops wiki", dedupe=False)["memory_id"]
         self.words[mid], self.props[mid] = w, []
 
+    def attempt(self, operation: Any, *args: Any) -> bool:
+        """Run one vaultmem operation; False when it refuses (one line, nothing written): a
+        note the person moved out is theirs to change, a memory promoted already."""
+        try:
+            operation(*args)
+        except VaultmemError:
+            return False
+        return True
+
+    def pick(self, data: st.DataObject, among: set[str] | dict[str, str]) -> str:
+        return data.draw(st.sampled_from(sorted(among)))
+
     @precondition(lambda self: self.words)
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
-        try:
-            self.store.touch(data.draw(st.sampled_from(sorted(self.words))))
-        except VaultmemError:
-            pass  # a note the person moved out is theirs: refused, nothing written
+        self.attempt(self.store.touch, self.pick(data, self.words))
 
     @precondition(lambda self: self.words)
     @rule(data=st.data())
     def promote(self, data: st.DataObject) -> None:
-        try:
-            self.store.promote(data.draw(st.sampled_from(sorted(self.words))))
-        except VaultmemError:
-            pass  # promoted already, or moved out by the person: refused, nothing written
+        self.attempt(self.store.promote, self.pick(data, self.words))
 
     @precondition(lambda self: len(self.words) >= 2)
     @rule(data=st.data())
     def relate(self, data: st.DataObject) -> None:
         a, b = data.draw(st.lists(st.sampled_from(sorted(self.words)), min_size=2, max_size=2, unique=True))
-        try:
-            self.store.relate(a, b, "related")
-        except VaultmemError:
-            pass  # e.g. a note the person moved out: vaultmem does not write into it
+        self.attempt(self.store.relate, a, b, "related")
 
     @rule()
     def time_passes(self) -> None:
@@ -112,28 +116,22 @@ class PersonAndVaultmem(RuleBasedStateMachine):
     @precondition(lambda self: self.words)
     @rule(data=st.data())
     def forget(self, data: st.DataObject) -> None:
-        mid = data.draw(st.sampled_from(sorted(self.words)))
-        try:
-            self.store.forget(mid)
-        except VaultmemError:
-            return  # a note the person moved out: theirs, refused
-        self.forgotten.add(mid)
+        mid = self.pick(data, self.words)
+        if self.attempt(self.store.forget, mid):
+            self.forgotten.add(mid)
 
     @precondition(lambda self: self.forgotten)
     @rule(data=st.data())
     def restore(self, data: st.DataObject) -> None:
-        mid = data.draw(st.sampled_from(sorted(self.forgotten)))
-        try:
-            self.store.restore(mid)
-        except VaultmemError:
-            return  # the person moved it out since: theirs to restore (`deleted: true` stays)
-        self.forgotten.discard(mid)
+        mid = self.pick(data, self.forgotten)
+        if self.attempt(self.store.restore, mid):  # moved out since: `deleted: true` stays, theirs to change
+            self.forgotten.discard(mid)
 
     # -- the person's turns -------------------------------------------------------------------
     @precondition(lambda self: self.words)
     @rule(data=st.data(), eol=EOLS)
     def person_rewrites_the_text(self, data: st.DataObject, eol: str) -> None:
-        mid = data.draw(st.sampled_from(sorted(self.words)))
+        mid = self.pick(data, self.words)
         (path,) = self.file_of(mid)
         text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
         head, _sep, _body = text.partition("\n---\n")
@@ -145,7 +143,7 @@ class PersonAndVaultmem(RuleBasedStateMachine):
     @precondition(lambda self: self.words)
     @rule(data=st.data(), key=PERSON_KEYS, value=PERSON_VALUES)
     def person_adds_a_property(self, data: st.DataObject, key: str, value: str) -> None:
-        mid = data.draw(st.sampled_from(sorted(self.words)))
+        mid = self.pick(data, self.words)
         if any(line.startswith(f"{key}:") for line in self.props[mid]):
             return  # one line per key, as Obsidian's property editor keeps it
         (path,) = self.file_of(mid)
@@ -159,14 +157,14 @@ class PersonAndVaultmem(RuleBasedStateMachine):
     @precondition(lambda self: self.words)
     @rule(data=st.data())
     def person_renames_the_note(self, data: st.DataObject) -> None:
-        mid = data.draw(st.sampled_from(sorted(self.words)))
+        mid = self.pick(data, self.words)
         (path,) = self.file_of(mid)
         path.rename(path.with_name(f"Renamed {self.next_word()}.md"))
 
     @precondition(lambda self: self.words)
     @rule(data=st.data())
     def person_moves_it_to_a_project(self, data: st.DataObject) -> None:
-        mid = data.draw(st.sampled_from(sorted(self.words)))
+        mid = self.pick(data, self.words)
         (path,) = self.file_of(mid)
         folder = self.root / "Projects"
         folder.mkdir(exist_ok=True)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from typing import Any
 
 from vaultmem.base.errors import InvalidInput
+from vaultmem.storage import note as notes
 
 RELATION_TYPES = ("related", "causes", "supports", "contradicts", "has_decision", "consolidated_from")
 UNTYPED = "links_to"
@@ -761,10 +762,7 @@ def aliases_of(props: Mapping[str, Any]) -> list[str]:
         value = props.get(name)
         items = value if isinstance(value, (list, tuple)) else ([value] if value else [])
         for item in items:
-            if isinstance(item, (Mapping, list, tuple, set, frozenset)):
-                continue  # not a name Obsidian lists (`aliases: {a: 1}`): never its Python repr
-            if item is not None and str(item).strip():
-                key = _fold(str(item).strip())
-                if key not in found:
-                    found.append(key)
+            text = notes.scalar_text(item)  # `aliases: {a: 1}` is no name: never its Python repr
+            if text and _fold(text) not in found:
+                found.append(_fold(text))
     return found

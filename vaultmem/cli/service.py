@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,8 @@ def render(platform: str, exe: str, vault: str, home: str, user: str, mcp_host: 
         raise VaultmemError("--mcp-host needs a platform that passes descriptors between processes (linux, macos); "
                             "on Windows each `vaultmem mcp` serves its own session")
     command = r"C:\Users\YOU\AppData\Local\Programs\Python\Python312\Scripts\vaultmem.exe"
+    import subprocess  # here: subprocess and signal are 4 ms of every command's start
+
     arguments = subprocess.list2cmdline(["watch", "--vault", vault])  # how Windows splits a command line
     return (template.replace(f"<Command>{command}</Command>", f"<Command>{escape(exe)}</Command>")
             .replace(r"<Arguments>watch --vault C:\Users\YOU\Documents\vaultmem</Arguments>",

@@ -141,10 +141,12 @@ class Memories:
 
     def embeddings_enabled(self) -> bool:
         """Installed and allowed to load here: `on`, or `auto` in a long-lived process."""
+        setting = self.settings.embeddings
+        if setting == "off" or (setting == "auto" and not self.long_lived):
+            return False  # without importing the engine's module (a model install's imports: 5 ms)
         from vaultmem.storage import embeddings
 
-        setting = self.settings.embeddings
-        return embeddings.enabled(setting) and (setting == "on" or self.long_lived)
+        return embeddings.enabled(setting)
 
     def init(self) -> dict[str, Any]:
         created = self.vault.init()

@@ -24,17 +24,18 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput, MalformedNote, VaultmemError
 from vaultmem.base.timeutil import parse_time
 from vaultmem.core.memories import Memories
 from vaultmem.storage import note as notes
 from vaultmem.storage.vault import CONFLICT_COPY, FILE_MANAGER_COPY, is_conflict_copy
+
+if TYPE_CHECKING:
+    import subprocess  # imported where git runs: every save loads this module, few run git
 
 COUNTERS = ("use_count", "review_count", "hit_count", "useful_count")
 UNIONS = ("tags", "entities", "related")
@@ -168,6 +169,9 @@ def merge_unrelated_bodies(a: str, b: str) -> tuple[str, bool]:
 def merge_file_text(base: str, ours: str, theirs: str, labels: tuple[str, str, str] = ("ours", "base", "theirs"),
                     ) -> tuple[str, bool]:
     """git merge-file -p: the three-way merge of texts; (merged, clean)."""
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="vaultmem-merge-") as tmp:
         paths = []
         for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
@@ -258,6 +262,8 @@ def _git(root: Path, *args: str) -> str:
 def _git_show(root: Path, spec: str) -> str | None:
     """A file as git holds it (`rev:./path`, `:stage:./path`), byte for byte (CRLF kept:
     text mode would turn it into LF, and every line would then differ from the note)."""
+    import subprocess
+
     try:
         done = subprocess.run(["git", "-C", str(root), "show", spec], capture_output=True, check=False)
     except FileNotFoundError:
@@ -435,6 +441,8 @@ _OLD_GITIGNORES = (
 
 
 def _run_git(root: Path, *args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import subprocess
+
     try:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False,
                               env={**os.environ, "GIT_MERGE_AUTOEDIT": "no", "GIT_TERMINAL_PROMPT": "0", **(env or {})})

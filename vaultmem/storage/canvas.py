@@ -9,7 +9,6 @@ the result: if it is not exactly the intended change, the canvas is left as it w
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -22,6 +21,8 @@ _FILE_VALUE = re.compile(r'"file"\s*:\s*("(?:[^"\\]|\\.)*")')
 def node_id(*parts: str) -> str:
     """The id vaultmem gives a canvas node or edge (`node_id("node", path)`): stable, so an
     exported canvas is recognised as vaultmem's as long as nobody changed it."""
+    import hashlib  # here: OpenSSL's start-up is 3 ms of every command, and only an export needs it
+
     return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:16]
 
 

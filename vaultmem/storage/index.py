@@ -19,7 +19,6 @@ import math
 import operator
 import os
 import re
-import shutil
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -571,6 +570,8 @@ class Index:
         building = self.dir.with_name("index.building")
         old = self.dir.with_name("index.old")
         if building.exists() or old.exists():
+            import shutil  # here: only a rebuild's leftovers need it (shutil, bz2, lzma: 2 ms of a start)
+
             with self.vault.lock():  # a rebuild in progress holds the lock: these are left over
                 for leftover in (building, old):
                     if leftover.exists():
@@ -650,6 +651,8 @@ class Index:
             return self._rebuild_locked(progress)
 
     def _rebuild_locked(self, progress: Any) -> SyncReport:
+        import shutil
+
         from whoosh.writing import SegmentWriter
 
         from vaultmem.storage import postings

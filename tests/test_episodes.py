@@ -214,8 +214,8 @@ def test_spread_is_exact_for_the_top_k_and_only_lifts(spec, top_k, weight, span)
     index = FakeIndex(minutes)
     score = {p: s for p, (_r, s, _g) in zip(index.paths, spec, strict=True)}
     rel = {p: r for p, (r, _s, _g) in zip(index.paths, spec, strict=True)}
-    ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory"), score[p], rel[p], rank(rel[p], score[p]))
-              for p in index.paths]
+    ranked = [(Record(path=p, mtime_ns=0, size=0, kind="memory", created=at), score[p], rel[p], rank(rel[p], score[p]))
+              for p, at in zip(index.paths, index.created, strict=True)]
     got = episodes.spread(index, ranked, weight=weight, window_minutes=60, depth=1000, top_k=top_k, rank=rank,
                           span=span)
     # brute force: every memory pulls, through at most `span` steps of at most 60 minutes each
@@ -249,3 +249,41 @@ def test_the_catalog_has_the_origin_index(store):
     names = {r[0] for r in store.index.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "notes_episodes" in names and "notes_episode" not in names
     assert isinstance(store.index.db, sqlite3.Connection)
+
+
+# -- reachable: a source that can lift nothing is not asked for its neighbours ------------------
+
+origin_notes = st.lists(
+    st.tuples(st.sampled_from([None, "a", "b"]), st.sampled_from([None, "x"]),
+              st.one_of(st.none(), st.sampled_from([0.0, 1.0, 30.0, 61.0, 119.0, 121.0, 300.0])),  # minutes
+              st.sampled_from([None, "active", "deleted"]),
+              st.one_of(st.just(0.0), st.floats(0.01, 1.0))),  # relevance
+    min_size=1, max_size=14)
+
+
+@settings(max_examples=300, deadline=None)
+@given(origin_notes, st.integers(1, 10), st.floats(0.05, 1.0), st.integers(1, 3))
+def test_leaving_out_sources_that_reach_nothing_changes_no_result(tmp_path_factory, spec, top_k, weight, span):
+    """spread over a real catalog (several origins, same instants, notes without a created
+    time, soft-deleted ones between) gives exactly what it gives when every source is asked."""
+    db = _connect(tmp_path_factory.mktemp("db") / "catalog.sqlite")
+    rows = [(f"m/{n:02d}.md", source, agent, None if minute is None else 60.0 * minute, "memory", status)
+            for n, (source, agent, minute, status, _rel) in enumerate(spec)]
+    db.executemany("INSERT INTO notes (path, source, agent, created, kind, status) VALUES (?, ?, ?, ?, ?, ?)", rows)
+    index = SimpleNamespace(db=db, neighbours=lambda paths, span: Index.neighbours(index, paths, span))
+    ranked = [(Record(path=path, mtime_ns=0, size=0, kind="memory", created=created, source=source, agent=agent),
+               0.5, rel, rank(rel, 0.5))
+              for (path, source, agent, created, _kind, status), (*_, rel) in zip(rows, spec, strict=True)
+              if status != "deleted"]  # a search never finds a soft-deleted memory
+    if not ranked:
+        return
+    kwargs = dict(weight=weight, window_minutes=60, depth=1000, top_k=top_k, rank=rank, span=span)
+    got = episodes.spread(index, ranked, **kwargs)  # type: ignore[arg-type]
+    every = episodes.reachable
+    try:
+        episodes.reachable = lambda sources, ranked, reach_s: list(sources)  # type: ignore[assignment]
+        want = episodes.spread(index, ranked, **kwargs)  # type: ignore[arg-type]
+    finally:
+        episodes.reachable = every
+    assert got == want
+    db.close()

@@ -65,7 +65,7 @@ _COLUMNS = (
 
 # What ranking reads (Index.rank_records): every column but the text a result shows.
 _RANK_SELECT = ("path, mtime_ns, size, kind, id, status, created, last_used, use_count, strength, memory_type,"
-                " pinned, agent, props")
+                " pinned, source, agent, props")
 
 
 @dataclasses.dataclass
@@ -795,16 +795,17 @@ class Index:
         return found
 
     def rank_records(self, paths: Sequence[str]) -> dict[str, Record]:
-        """`by_paths` without what only a shown result needs: title, content, tags, entities,
-        source and context are left empty (a search ranks up to 100 candidates to show 10;
-        reading their text cost a third of it). Read the shown ones with `by_paths`."""
+        """`by_paths` without what only a shown result needs: title, content, tags, entities and
+        context are left empty (a search ranks up to 100 candidates to show 10; reading their
+        text cost a third of it); source is kept, with agent it names a memory's episode. Read
+        the shown ones with `by_paths`."""
         found: dict[str, Record] = {}
         for marks, chunk in linkmod.in_chunks(paths):
             for (path, mtime_ns, size, kind, id_, status, created, last_used, use_count, strength, memory_type,
-                 pinned, agent, props) in self.db.execute(f"SELECT {_RANK_SELECT} FROM notes WHERE path IN ({marks})",
-                                                          chunk):
+                 pinned, source, agent, props) in self.db.execute(
+                    f"SELECT {_RANK_SELECT} FROM notes WHERE path IN ({marks})", chunk):
                 found[path] = Record(path, mtime_ns, size, kind, id_, status, "", "", created, last_used, use_count,
-                                     strength, memory_type, bool(pinned), [], [], None, None, agent,
+                                     strength, memory_type, bool(pinned), [], [], source, None, agent,
                                      json.loads(props) if props and props != "{}" else {}, None)
         return found
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import yaml
@@ -184,6 +185,26 @@ def test_a_near_identical_save_reinforces_the_existing_memory(store, vault_path,
     assert again["message"] == f"Near-duplicate of {first['memory_id']} (similarity 1.00); reinforced it instead"
     assert len(list((vault_path / "memory/stm").glob("*.md"))) == 1
     assert "last_used: 2026-11-22T12:15:00Z\n" in (vault_path / first["path"]).read_text()
+
+
+def test_a_near_identical_save_scans_nothing_and_follows_a_moved_note(store, vault_path, monkeypatch):
+    """The duplicate is reinforced where it is now, without a scan of the vault (a new note's
+    save scans nothing either): 50 ms at 10,000 notes, 0.5 s at 100,000."""
+    from vaultmem.storage.vault import Vault
+
+    first = store.save("Deploys go out on Tuesdays after the standup")
+    scans = []
+    real = Vault.scan
+    monkeypatch.setattr(Vault, "scan", lambda self, notes=True: scans.append(notes) or real(self, notes))
+    again = store.save("deploys go out on tuesdays after the standup")
+    assert again["status"] == "duplicate" and again["memory_id"] == first["memory_id"] and again["use_count"] == 1
+    assert scans == []
+    (vault_path / "memory/ltm").mkdir(exist_ok=True)
+    moved = vault_path / "memory/ltm" / os.path.basename(first["path"])
+    os.rename(vault_path / first["path"], moved)  # by hand, in Obsidian: the index does not know yet
+    assert store.save("Deploys go out on Tuesdays after the standup.")["use_count"] == 2
+    assert "use_count: 2\n" in moved.read_text() and not (vault_path / first["path"]).exists()
+    assert scans  # modify followed the note it did not find where the index had it
 
 
 def test_duplicate_check_reads_operator_words_as_plain_words(store, vault_path):

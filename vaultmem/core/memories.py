@@ -254,7 +254,9 @@ class Memories:
             duplicate = self.find_duplicate(content)
             if duplicate is not None:
                 rec, similarity = duplicate
-                touched = self.touch(rec.id or rec.path)
+                # found in the index as it stands, as a new note's name is: no scan of the vault
+                # either way (10,000 notes: 50 ms; 100,000: 0.5 s)
+                touched = self._touch(rec)
                 return {
                     "success": True,
                     "status": "duplicate",
@@ -802,7 +804,11 @@ class Memories:
     def touch(self, ref: str, boost_strength: bool = False) -> dict[str, Any]:
         """use_count + 1, last_used = now, and optionally strength + 0.1 (max 2.0)."""
         self.sync()
-        rec = self.resolve(ref)
+        return self._touch(self.resolve(ref), boost_strength)
+
+    def _touch(self, rec: Record, boost_strength: bool = False) -> dict[str, Any]:
+        """`touch` of a memory already resolved: no freshness scan (the edit goes through
+        `modify`, which reads the note as it is on disk now and follows it if it moved)."""
         now = self.now()
         old_score = self.score_of(rec, now)
 

@@ -62,3 +62,28 @@ def test_a_stopped_watcher_leaves_commands_to_scan(vault_path):
     s = cold(vault_path)
     assert s.search("zebrafence")["count"] == 1 and s.last_sync.added == 1
     s.close()
+
+
+def test_a_late_second_confirmation_leaves_no_answer_behind(tmp_path, monkeypatch):
+    """The watcher can confirm one fence twice (two events for it); when the command, answered
+    by the first, removes its fence and answer between the second's check and its touch, the
+    second answer is removed too (a flaky leftover in the fence test's folder before)."""
+    from pathlib import Path
+
+    state = tmp_path / ".vaultmem"
+    folder = fence.fence_dir(state)
+    folder.mkdir(parents=True)
+    (folder / ("n1" + fence.FENCE_SUFFIX)).touch()
+    real_touch = Path.touch
+
+    def touch(self, *args, **kwargs):
+        (folder / ("n1" + fence.FENCE_SUFFIX)).unlink()  # the command finishes just now
+        real_touch(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "touch", touch)
+    fence.confirm(state, "n1")
+    assert list(folder.iterdir()) == []
+    monkeypatch.setattr(Path, "touch", real_touch)
+    (folder / ("n2" + fence.FENCE_SUFFIX)).touch()
+    fence.confirm(state, "n2")  # a command still waiting gets its answer
+    assert sorted(p.name for p in folder.iterdir()) == ["n2" + fence.DONE_SUFFIX, "n2" + fence.FENCE_SUFFIX]

@@ -98,6 +98,13 @@ def is_marker(rel: str) -> bool:
 def confirm(state_dir: Path, nonce: str) -> None:
     """The watcher's answer: everything before this fence is in the index."""
     folder = fence_dir(state_dir)
-    if (folder / (nonce + FENCE_SUFFIX)).exists():  # the command still waits
+    fence, done = folder / (nonce + FENCE_SUFFIX), folder / (nonce + DONE_SUFFIX)
+    if fence.exists():  # the command still waits
         with contextlib.suppress(OSError):
-            (folder / (nonce + DONE_SUFFIX)).touch()
+            done.touch()
+        # A second confirmation of one fence (two events for it) can touch `done` just after
+        # the command, answered by the first, removed both: the fence is gone then, so the
+        # answer nobody will read is removed too rather than left in the folder.
+        if not fence.exists():
+            with contextlib.suppress(OSError):
+                done.unlink()

@@ -30,15 +30,25 @@ class _OnFirstUse:
         return getattr(importlib.import_module(self._name), attr)
 
 
-FEATURES = ("activation", "consolidate", "doctor", "graph", "lifecycle", "obsidian", "pipeline", "sync",
-            "mnemosyne.awareness", "mnemosyne.blocks", "mnemosyne.feedback", "mnemosyne.forget",
-            "mnemosyne.hooks", "mnemosyne.ingest", "mnemosyne.recall")
-
 if TYPE_CHECKING:
     from vaultmem.features import activation, consolidate, doctor, graph, lifecycle, obsidian, pipeline, sync
     from vaultmem.features.mnemosyne import awareness, blocks, feedback, forget, hooks, ingest, recall
 else:
-    globals().update({name.rsplit(".", 1)[-1]: _OnFirstUse(f"vaultmem.features.{name}") for name in FEATURES})
+    activation = _OnFirstUse("vaultmem.features.activation")
+    consolidate = _OnFirstUse("vaultmem.features.consolidate")
+    doctor = _OnFirstUse("vaultmem.features.doctor")
+    graph = _OnFirstUse("vaultmem.features.graph")
+    lifecycle = _OnFirstUse("vaultmem.features.lifecycle")
+    obsidian = _OnFirstUse("vaultmem.features.obsidian")
+    pipeline = _OnFirstUse("vaultmem.features.pipeline")
+    sync = _OnFirstUse("vaultmem.features.sync")
+    awareness = _OnFirstUse("vaultmem.features.mnemosyne.awareness")
+    blocks = _OnFirstUse("vaultmem.features.mnemosyne.blocks")
+    feedback = _OnFirstUse("vaultmem.features.mnemosyne.feedback")
+    forget = _OnFirstUse("vaultmem.features.mnemosyne.forget")
+    hooks = _OnFirstUse("vaultmem.features.mnemosyne.hooks")
+    ingest = _OnFirstUse("vaultmem.features.mnemosyne.ingest")
+    recall = _OnFirstUse("vaultmem.features.mnemosyne.recall")
 
 __all__ = ["MemoryStore", "Progress", "UnifiedQuery"]
 

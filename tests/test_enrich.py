@@ -207,6 +207,23 @@ def test_a_near_identical_save_scans_nothing_and_follows_a_moved_note(store, vau
     assert scans  # modify followed the note it did not find where the index had it
 
 
+def test_a_memory_rewritten_in_obsidian_is_not_the_duplicate_of_its_old_text(store, vault_path):
+    """A save checks the index as it stands (no scan), so the candidate is read again when its
+    file changed: the person turned 3pm into 4pm, and saving the 3pm fact again must save it,
+    not reinforce the 4pm note with it."""
+    first = store.save("The weekly sync with the platform team is at 3pm on Friday in room 4")
+    note = vault_path / first["path"]
+    before = note.read_bytes()
+    note.write_bytes(before.replace(b"at 3pm on Friday", b"at 4pm on Friday, moved by Dana"))
+    edited = note.read_bytes()
+    again = store.save("The weekly sync with the platform team is at 3pm on Friday in room 4")
+    assert again["status"] == "created" and again["memory_id"] != first["memory_id"]
+    assert note.read_bytes() == edited  # the person's note: not reinforced, not rewritten
+    # unchanged since indexed, it is still the duplicate (the index's record, no re-read)
+    third = store.save("The weekly sync with the platform team is at 3pm on Friday in room 4")
+    assert third["status"] == "duplicate" and third["memory_id"] == again["memory_id"]
+
+
 def test_duplicate_check_reads_operator_words_as_plain_words(store, vault_path):
     # The candidate query is plain words on the content field: "NOT"/"OR" in a memory are words.
     assert duplicate_query("Do NOT deploy OR restart kafka-connect (ever) at: night") == \

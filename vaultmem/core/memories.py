@@ -441,12 +441,39 @@ class Memories:
         best: tuple[Record, float] | None = None
         for path, _score in hits:
             rec = records.get(path)
+            if rec is not None:
+                rec = self._as_on_disk(rec)
             if rec is None or (accept is not None and not accept(rec)):
                 continue
             sim = similarity(content, rec.content)
             if sim >= self.settings.duplicate_threshold and (best is None or sim > best[1]):
                 best = (rec, sim)
         return best
+
+    def _as_on_disk(self, rec: Record) -> Record | None:
+        """`rec` as its file is now: the index's record when the file's (mtime, size) are the
+        indexed ones, else read again (None: gone, malformed, or no longer an active or promoted memory). A save
+        checks the index as it stands without a scan, so a memory the person rewrote since
+        must not be taken for the text it held before (the new memory would be dropped as its
+        duplicate)."""
+        from vaultmem.storage.index import record_from_text
+
+        path = self.vault.abs(rec.path)
+        try:
+            st = os.stat(path)
+            if (st.st_mtime_ns, st.st_size) == (rec.mtime_ns, rec.size):
+                return rec
+            text, stamp = self.vault.read_stamped(path)
+            current: Record | None = record_from_text(self.vault, rec.path, text, (stamp[1], stamp[2]))
+        except FileNotFoundError:  # moved or deleted since indexed: where is it now (a scan, as modify does)
+            self.index.sync()
+            found = self.index.records("kind = 'memory' AND id = ?", [rec.id]) if rec.id else []
+            current = found[0] if len(found) == 1 else None
+        except (OSError, UnicodeDecodeError, MalformedNote):
+            return None
+        if current is None or current.kind != "memory" or current.status not in DEFAULT_STATUSES:
+            return None
+        return current
 
     def embed_paths(self, paths: Sequence[str]) -> bool:
         """Refresh the vectors of notes vaultmem just wrote, when embeddings are enabled."""

@@ -9,6 +9,7 @@ per feature operation. Results are plain dicts with the seeds' keys (`success`,
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import logging
@@ -458,22 +459,16 @@ class Memories:
         duplicate)."""
         from vaultmem.storage.index import record_from_text
 
-        path = self.vault.abs(rec.path)
-        try:
-            st = os.stat(path)
+        with contextlib.suppress(OSError):
+            st = os.stat(self.vault.abs(rec.path))
             if (st.st_mtime_ns, st.st_size) == (rec.mtime_ns, rec.size):
                 return rec
-            text, stamp = self.vault.read_stamped(path)
-            current: Record | None = record_from_text(self.vault, rec.path, text, (stamp[1], stamp[2]))
-        except FileNotFoundError:  # moved or deleted since indexed: where is it now (a scan, as modify does)
-            self.index.sync()
-            found = self.index.records("kind = 'memory' AND id = ?", [rec.id]) if rec.id else []
-            current = found[0] if len(found) == 1 else None
-        except (OSError, UnicodeDecodeError, MalformedNote):
+        try:  # changed, moved or deleted since indexed: read_note follows it as modify does
+            rec, _path, text, fingerprint = self.read_note(rec)
+            current = record_from_text(self.vault, rec.path, text, fingerprint)
+        except (OSError, UnicodeDecodeError, VaultmemError):  # gone, ambiguous, malformed
             return None
-        if current is None or current.kind != "memory" or current.status not in DEFAULT_STATUSES:
-            return None
-        return current
+        return current if current.kind == "memory" and current.status in DEFAULT_STATUSES else None
 
     def embed_paths(self, paths: Sequence[str]) -> bool:
         """Refresh the vectors of notes vaultmem just wrote, when embeddings are enabled."""

@@ -7,6 +7,8 @@ The group is assembled here, explicitly: `commands.COMMANDS` (core) and
 
 from __future__ import annotations
 
+import gc
+
 import click
 
 from vaultmem import __version__
@@ -31,4 +33,10 @@ for _command in (*commands.COMMANDS, *mnemosyne.COMMANDS, *service.COMMANDS):
 
 
 def main() -> None:
-    cli()
+    try:
+        cli()
+    finally:
+        # The command is over: the interpreter's exit would walk every object it made looking
+        # for cycles to collect (~20 ms of a 0.2 s search at 10,000 notes). Frozen, none is
+        # walked; files and databases were closed by the command, and the process ends.
+        gc.freeze()

@@ -133,3 +133,36 @@ def test_the_mcp_server_reads_changes_through_its_feed(vault_path, monkeypatch):
     finally:
         server.bridge.close()
         server.feed.close()
+
+
+def test_reading_the_vault_wakes_no_observer_but_writing_does(vault_path, monkeypatch):
+    """A file opened, read and closed (every search opens the index folder; Obsidian and the
+    watcher read notes all day) reaches no observer thread; a note written still does."""
+    from vaultmem.observer import Pending, observe, stop_observer
+
+    note = vault_path / "memory/stm/read-me.md"
+    note.write_text(note_text("a wombat read many times", "11111111-2222-4333-8444-444444444444"))
+    pending = Pending()
+    observer = observe(vault_path, pending)
+    queued: list[str] = []
+    real_put = observer.event_queue.put
+
+    def put(item, *args, **kwargs):
+        if isinstance(item, tuple):  # (event, watch); stop() puts a bare sentinel
+            queued.append(type(item[0]).__name__)
+        return real_put(item, *args, **kwargs)
+
+    monkeypatch.setattr(observer.event_queue, "put", put)
+    try:
+        for _ in range(20):
+            note.read_bytes()
+            os.listdir(vault_path / "memory/stm")
+            os.listdir(vault_path / ".vaultmem")
+        written = vault_path / "memory/stm/written.md"
+        written.write_text(note_text("a numbat written once", "11111111-2222-4333-8444-333333333333"))
+        changed = pending.take(timeout=5.0, debounce=0.05, max_delay=1.0)
+        assert changed is not None and "memory/stm/written.md" in changed[0]
+        assert {"FileOpenedEvent", "FileClosedNoWriteEvent", "DirModifiedEvent"} & set(queued) == set()
+        assert "FileCreatedEvent" in queued
+    finally:
+        stop_observer(observer)

@@ -123,6 +123,20 @@ class Pending:
 # -- observing -----------------------------------------------------------------------------
 
 
+def watched_events() -> list[Any]:
+    """The events `observe` asks the system for: a path created, deleted, moved, written or
+    its times changed. Not a file opened or closed after reading, nor a folder "modified"
+    (its entries changed: the events of the entries say which). Every search opens the index
+    folder, and the watcher and Obsidian read notes all day: each of those opens and closes
+    woke the observer's threads for an event dropped at once, ~0.9 ms of a `search_memory`
+    call's CPU in the MCP server (docs/performance.md). On Linux the kernel is never asked for
+    them (inotify's mask); elsewhere watchdog drops them before they are queued."""
+    from watchdog import events as ev
+
+    return [ev.FileCreatedEvent, ev.DirCreatedEvent, ev.FileDeletedEvent, ev.DirDeletedEvent, ev.FileMovedEvent,
+            ev.DirMovedEvent, ev.FileModifiedEvent, ev.FileClosedEvent]
+
+
 def observe(root: Path, pending: Pending, factory: Callable[[], Any] | None = None) -> Any:
     """A started watchdog observer of the vault that puts each note touched, and each fence
     a command drops (storage/fence.py), into `pending`; a folder created, moved or deleted
@@ -144,8 +158,6 @@ def observe(root: Path, pending: Pending, factory: Callable[[], Any] | None = No
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event: Any) -> None:
             kind = event.event_type
-            if kind in ("opened", "closed_no_write"):
-                return
             paths = [event.src_path]
             if kind == "moved":
                 paths.append(event.dest_path)
@@ -164,7 +176,7 @@ def observe(root: Path, pending: Pending, factory: Callable[[], Any] | None = No
                 pending.add(rels)
 
     observer = (factory or Observer)()
-    observer.schedule(Handler(), root_text, recursive=True)
+    observer.schedule(Handler(), root_text, recursive=True, event_filter=watched_events())
     _watch_overflow(pending)
     try:
         observer.start()

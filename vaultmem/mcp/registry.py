@@ -127,12 +127,12 @@ def model_text(result: dict[str, Any]) -> str:
     """The text block of a tool result (what every client shows the model): compact JSON
     without null values, each item under `results` without the detail keys, false flags
     left out. structuredContent carries the whole result."""
-    def lean(value: Any, listed: bool = False) -> Any:
+    def lean(value: Any, listed: bool = False) -> Any:  # only containers are walked: ~10 calls per memory
         if isinstance(value, dict):
-            return {k: lean(v, k == "results") for k, v in value.items()
+            return {k: lean(v, k == "results") if isinstance(v, (dict, list)) else v for k, v in value.items()
                     if v is not None and not (listed and (k in _DETAIL_KEYS or v is False))}
         if isinstance(value, list):
-            return [lean(v, listed) if isinstance(v, dict) else lean(v) for v in value]
+            return [lean(v, listed) if isinstance(v, dict) else lean(v) if isinstance(v, list) else v for v in value]
         return value
 
     import json

@@ -315,6 +315,8 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
     acc: dict[int, float] = {}
     masks: dict[int, int] = {}
     k1p1 = k1 + 1
+    # AllBut (most searches: every memory but a few) asked per posting without a method call
+    excluded, total = (allowed.excluded, allowed.total) if isinstance(allowed, AllBut) else (None, 0)
     leaves = searcher.reader().leaf_readers()
     for field, text, bit in terms:
         # read once the term is found in a segment: a term found nowhere costs no more lookups
@@ -340,7 +342,10 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
             for ids, weights in _blocks(matcher):
                 for d, tf in zip(ids, weights, strict=True):
                     doc = d + offset
-                    if doc not in allowed:
+                    if excluded is not None:
+                        if doc in excluded or doc >= total:
+                            continue
+                    elif doc not in allowed:
                         continue
                     norm = table[raw[d]] if raw is not None else k1 * ((1 - b) + b * length(d) / avgfl)
                     s = idf * ((tf * k1p1) / (tf + norm))

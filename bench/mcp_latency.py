@@ -11,7 +11,9 @@ VAULTMEM_MCP_HOST=off measures the session served by `vaultmem mcp` itself. A fi
 with an empty cache folder shows the start-up before any answers were recorded
 (mcp/prelude.py); the measured session starts with them. After the timed searches, seven
 more come 1.2 s apart, as a person's turns do: each first checks the vault for edits (a scan
-of every note, or the server's change feed: observer.ChangeFeed).
+of every note, or the server's change feed: observer.ChangeFeed). For scale, the figures end
+with a `ping` round trip and a tool call that does no work (`memory_block_get` of no block):
+what the SDK on both sides and the pipes cost without a search.
 """
 
 from __future__ import annotations
@@ -88,6 +90,18 @@ async def run(vault: Path, searches: int, cache: Path, idle: float = 0.0) -> dic
                 out["search median ms"] = 1000 * statistics.median(times)
                 out["search p95 ms"] = 1000 * times[int(0.95 * (len(times) - 1))]
                 out["server RSS MB"] = server_rss_mb(vault) or float("nan")
+                # What a call costs without a search: the protocol's ping (SDK and pipes only),
+                # and a tool whose handler does next to nothing (a block that does not exist).
+                pings, small = [], []
+                for _ in range(100):
+                    t = time.perf_counter()
+                    await session.send_ping()
+                    pings.append(time.perf_counter() - t)
+                    t = time.perf_counter()
+                    await session.call_tool("memory_block_get", {"name": "no-such-block"})
+                    small.append(time.perf_counter() - t)
+                out["ping median ms"] = 1000 * statistics.median(pings)
+                out["tool call, no work, median ms"] = 1000 * statistics.median(small)
                 # A person between turns: each call comes after the server's freshness window
                 # (1 s), so it checks the vault for edits first (a scan, or its change feed).
                 spaced = []

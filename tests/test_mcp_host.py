@@ -238,5 +238,8 @@ def test_a_stopping_watcher_hands_its_sessions_back(vault_path, watcher):
     ('{"id":null,"jsonrpc":"2.0","error":{}}', False),
 ])
 def test_a_stopping_session_counts_the_answers_it_wrote(frame, answers):
-    """A stopping session waits for an answer to every request it read (host.Watched)."""
-    assert host._is_answer(frame) is answers
+    """A stopping session waits for an answer to every request it read (host.Watched, through
+    stdio.InFlight): which frames answer a request, and which request."""
+    from vaultmem.mcp import stdio
+
+    assert (stdio.answered_id(frame) is not None) is answers

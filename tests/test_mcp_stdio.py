@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -443,3 +444,79 @@ def test_an_agent_session_saves_under_its_agent_and_sees_its_private_memory(vaul
     assert session_run(vault_path, search, "--agent", "alpha", errlog=tmp_path / "e2") == [saved["memory_id"]]
     assert session_run(vault_path, search, "--agent", "beta", errlog=tmp_path / "e3") == []
     assert session_run(vault_path, search, errlog=tmp_path / "e4") == [saved["memory_id"]]
+
+
+SLOW_SESSION = """
+import asyncio, sys, time
+from pathlib import Path
+from vaultmem.mcp import server, stdio
+from vaultmem.store import MemoryStore
+
+real = MemoryStore.search
+def slow(self, *args, **kwargs):
+    time.sleep(0.5)  # still running when the client has closed its end
+    return real(self, *args, **kwargs)
+MemoryStore.search = slow
+srv = server.build_server(MemoryStore(Path(sys.argv[1])))
+
+async def main():
+    async with stdio.pipe_streams() as pipes:
+        await server.serve_session(srv, *pipes)
+
+asyncio.run(main())
+srv.bridge.close()
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no fcntl: the SDK's threaded streams serve there")
+def test_a_client_that_closes_its_end_still_gets_every_answer(vault_path):
+    """A script that writes its requests and closes stdin gets the answer of a tool call still
+    running at that moment (the SDK alone ends the session and answers "Connection closed"),
+    and none for a request it cancelled; then the server exits."""
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_memory", "arguments": {"query": "anything"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "search_memory", "arguments": {"query": "cancelled"}}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}},
+    ]
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", SLOW_SESSION, str(vault_path)],
+                          input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
+    assert proc.returncode == 0, proc.stderr
+    answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
+    assert sorted(answers) == [1, 2]  # 3 was cancelled: no answer, and not waited for
+    result = answers[2]["result"]
+    assert result.get("isError") is not True
+    assert (result["structuredContent"]["success"], result["structuredContent"]["results"]) == (True, [])
+    assert time.monotonic() - started < 20  # never the 30 s a missing answer would be waited for
+
+
+def test_in_flight_requests_are_the_ones_read_and_not_yet_answered():
+    from vaultmem.mcp.stdio import InFlight
+
+    async def run() -> list[Any]:
+        seen = []
+        inflight = InFlight()
+        inflight.read('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n')
+        inflight.read('{"method":"tools/call","params":{},"id":"a","jsonrpc":"2.0"}\n')  # another key order
+        inflight.read('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')  # no answer expected
+        inflight.read("{not json\n")
+        inflight.read('{"jsonrpc":"2.0","id":7,"result":{}}\n')  # the client answering the server
+        seen.append(sorted(map(str, inflight.ids)))
+        inflight.written('{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}\n')
+        inflight.written('{"jsonrpc":"2.0","method":"notifications/message","params":{}}\n')
+        inflight.written('{"jsonrpc":"2.0","id":1,"result":{}}\n')
+        seen.append((sorted(map(str, inflight.ids)), inflight.idle.is_set()))
+        inflight.read('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}\n')
+        seen.append((sorted(map(str, inflight.ids)), inflight.idle.is_set()))
+        await inflight.settle(timeout=1.0)  # returns at once: nothing in flight
+        seen.append(inflight.initialize)
+        return seen
+
+    assert asyncio.run(run()) == [["1", "a"], (["a"], False), ([], True),
+                                  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n']

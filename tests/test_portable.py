@@ -388,3 +388,30 @@ def test_a_folder_is_listed_again_once_it_changed_and_not_for_vaultmems_own_save
     os.utime(stm, ns=(before + 10_000_000, before + 10_000_000))
     assert portable.case_variant(stm / "person-made.md") == stm / "Person-Made.md"
     assert calls.count(str(stm)) == 2
+
+
+@pytest.mark.parametrize("stat_at", [True, False], ids=["folder-descriptor", "full-path"])
+def test_the_scan_finds_the_same_notes_through_a_folder_descriptor_or_by_path(tmp_path, monkeypatch, stat_at):
+    """Vault.scan stats each note by name in an open folder where the OS allows it (Linux,
+    macOS) and by its full path elsewhere (Windows): both find exactly the notes, the temp
+    files of interrupted writes and the canvases, and skip what the scan always skips."""
+    from vaultmem.storage import vault as vaultmod
+
+    root = tmp_path / "v"
+    for rel in ("memory/stm/a.md", "memory/ltm/Ünïcode ñame.md", "Projects/deep/er/still.md", "top.md",
+                "memory/stm/.a.md.vaultmem-tmp-123-x", "Boards/plan.canvas", ".obsidian/workspace.md",
+                "node_modules/pkg/readme.md", ".hidden.md", "memory/stm/not-a-note.txt"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x" * len(rel), encoding="utf-8")
+    (root / "memory/stm/link.md").symlink_to(root / "top.md")  # a symlink is not a note
+    (root / "linked-folder").symlink_to(root / "Projects", target_is_directory=True)  # never followed
+    monkeypatch.setattr(vaultmod, "_STAT_AT", stat_at and vaultmod._STAT_AT)
+    store = MemoryStore(root)
+    found = store.vault.scan()
+    assert sorted(found) == ["Projects/deep/er/still.md", "memory/ltm/Ünïcode ñame.md", "memory/stm/a.md", "top.md"]
+    for rel, (mtime_ns, size) in found.items():
+        st = os.stat(root / rel)
+        assert (mtime_ns, size) == (st.st_mtime_ns, st.st_size)
+    assert store.vault.temp_files == [str(root / "memory/stm/.a.md.vaultmem-tmp-123-x")]
+    assert store.vault.canvas_files() == ["Boards/plan.canvas"]
+    store.close()

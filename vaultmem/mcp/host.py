@@ -34,7 +34,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import socket
 import stat
 import sys
@@ -376,12 +375,13 @@ class Watched:
         import asyncio
 
         self.lines, self.replies = lines, replies
-        self.initialize: str | None = None
+        self.inflight = lines.inflight  # shared with `replies`, which marks each answer written
         self.stopped = False
-        self._pending = 0  # requests read, not yet answered
-        self._idle = asyncio.Event()
-        self._idle.set()
         self._stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    @property
+    def initialize(self) -> str | None:
+        return self.inflight.initialize
 
     def stop(self) -> None:
         if not self._stop.done():
@@ -405,53 +405,21 @@ class Watched:
                 raise
             if read.done():
                 raw = read.result()
-                if not raw:
+                if not raw:  # the client closed its end: answer what was read, then end
+                    await self.inflight.settle()
                     raise StopAsyncIteration
                 line = raw.decode("utf-8", errors="replace")
-                self._count_request(line)
+                self.inflight.read(line)
                 return line
             read.cancel()  # nothing taken from the buffer: a line not yet whole stays there
         self.stopped = True
-        await asyncio.wait_for(self._idle.wait(), timeout=HAND_BACK_WAIT)
+        await self.inflight.settle(HAND_BACK_WAIT)
         raise StopAsyncIteration
-
-    def _count_request(self, line: str) -> None:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return
-        if isinstance(message, dict) and "method" in message and message.get("id") is not None:
-            if message["method"] == "initialize":
-                self.initialize = line
-            self._pending += 1
-            self._idle.clear()
 
     async def write(self, text: str) -> None:
         await self.replies.write(text)
-        if _is_answer(text):
-            self._pending = max(0, self._pending - 1)
-            if not self._pending:
-                self._idle.set()
 
     async def flush(self) -> None:
         await self.replies.flush()
 
 
-# How the SDK writes an answer to a request: {"jsonrpc":"2.0","id":<not null>,"result"|"error":...}
-_ANSWER = re.compile(r'\{"jsonrpc":"2\.0","id":(?:-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)":')
-_OTHER = re.compile(r'\{"jsonrpc":"2\.0","(?:method|id":null)')
-
-
-def _is_answer(frame: str) -> bool:
-    """Whether a frame answers a request (not a notification, a request of the server's own,
-    or an answer to a line that was no request); read from its head, parsed only if unusual."""
-    if _ANSWER.match(frame):
-        return True
-    if _OTHER.match(frame):
-        return False
-    try:
-        message = json.loads(frame)
-    except ValueError:
-        return False
-    return (isinstance(message, dict) and "method" not in message and message.get("id") is not None
-            and ("result" in message or "error" in message))

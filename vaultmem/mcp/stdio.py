@@ -17,38 +17,118 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from vaultmem.base import portable
 
+# The longest a session whose client closed its end waits for the answers still in flight.
+SETTLE_WAIT = 30.0
+
+# How the SDK writes an answer to a request: {"jsonrpc":"2.0","id":<not null>,"result"|"error":...}
+_ANSWER = re.compile(r'\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)":')
+_OTHER = re.compile(r'\{"jsonrpc":"2\.0","(?:method|id":null)')
+
+
+def answered_id(frame: str) -> Any:
+    """The id of the request a frame answers, or None (a notification, a request of the
+    server's own, an answer to a line that was no request); read from its head, parsed only
+    if unusual."""
+    match = _ANSWER.match(frame)
+    if match:
+        return json.loads(match.group(1))
+    if _OTHER.match(frame):
+        return None
+    try:
+        message = json.loads(frame)
+    except ValueError:
+        return None
+    if isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message):
+        return message.get("id")
+    return None
+
+
+class InFlight:
+    """The requests a session read and has not answered yet, so that it ends only once each
+    has its answer: a client (a script) that writes its requests and closes its end gets every
+    answer, where the SDK would end the session at once and answer those still running with
+    "Connection closed". A request the client cancels (notifications/cancelled) gets no answer
+    and is not waited for. `initialize` is the client's opening request, as read."""
+
+    def __init__(self) -> None:
+        self.ids: set[int | str] = set()
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.initialize: str | None = None
+
+    def read(self, line: str) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return
+        ident = message.get("id")
+        if isinstance(ident, (int, str)) and not isinstance(ident, bool):
+            if message["method"] == "initialize":
+                self.initialize = line
+            self.ids.add(ident)
+            self.idle.clear()
+        elif message["method"] == "notifications/cancelled" and isinstance(message.get("params"), dict):
+            self._done(message["params"].get("requestId"))
+
+    def written(self, frame: str) -> None:
+        ident = answered_id(frame)
+        if ident is not None:
+            self._done(ident)
+
+    def _done(self, ident: Any) -> None:
+        if isinstance(ident, (int, str)):
+            self.ids.discard(ident)
+        if not self.ids:
+            self.idle.set()
+
+    async def settle(self, timeout: float = SETTLE_WAIT) -> None:
+        """Wait until every request read has its answer (at most `timeout` seconds)."""
+        with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+            await asyncio.wait_for(self.idle.wait(), timeout)
+
 
 class Lines:
-    """The request lines, as `stdio_server()` iterates them (text, newline kept)."""
+    """The request lines, as `stdio_server()` iterates them (text, newline kept); at the
+    client's end of input, the end comes once every request read is answered (`InFlight`)."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, inflight: InFlight | None = None) -> None:
         self.reader = reader
+        self.inflight = inflight or InFlight()
 
     def __aiter__(self) -> Lines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self.reader.readline()
-        if not line:
+        raw = await self.reader.readline()
+        if not raw:
+            await self.inflight.settle()
             raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        line = raw.decode("utf-8", errors="replace")
+        self.inflight.read(line)
+        return line
 
 
 class Replies:
     """Where `stdio_server()` writes each frame: `write` queues it, `flush` waits until the
     pipe has taken it (a client that stops reading holds the writer, not the loop)."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, inflight: InFlight | None = None) -> None:
         self.writer = writer
+        self.inflight = inflight or InFlight()
 
     async def write(self, text: str) -> None:
         self.writer.write(text.encode("utf-8"))
+        self.inflight.written(text)
 
     async def flush(self) -> None:
         await self.writer.drain()
@@ -102,7 +182,8 @@ async def fd_streams(in_fd: int, out_fd: int, unread: bytes = b"") -> AsyncItera
             lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(os.dup(out_fd), "wb", buffering=0))
         transports.append(write_transport)
         writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
-        yield Lines(reader), Replies(writer)
+        inflight = InFlight()
+        yield Lines(reader, inflight), Replies(writer, inflight)
         with contextlib.suppress(ConnectionError):
             await writer.drain()
     finally:

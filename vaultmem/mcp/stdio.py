@@ -101,9 +101,9 @@ class Lines:
     """The request lines, as `stdio_server()` iterates them (text, newline kept); at the
     client's end of input, the end comes once every request read is answered (`InFlight`)."""
 
-    def __init__(self, reader: asyncio.StreamReader, inflight: InFlight | None = None) -> None:
+    def __init__(self, reader: asyncio.StreamReader, inflight: InFlight) -> None:
         self.reader = reader
-        self.inflight = inflight or InFlight()
+        self.inflight = inflight  # shared with the session's Replies, which mark the answers
 
     def __aiter__(self) -> Lines:
         return self
@@ -122,9 +122,9 @@ class Replies:
     """Where `stdio_server()` writes each frame: `write` queues it, `flush` waits until the
     pipe has taken it (a client that stops reading holds the writer, not the loop)."""
 
-    def __init__(self, writer: asyncio.StreamWriter, inflight: InFlight | None = None) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, inflight: InFlight) -> None:
         self.writer = writer
-        self.inflight = inflight or InFlight()
+        self.inflight = inflight
 
     async def write(self, text: str) -> None:
         self.writer.write(text.encode("utf-8"))

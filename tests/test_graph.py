@@ -4,6 +4,7 @@ backlinks, canvas export, doctor, and what happens when a person renames or dele
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 
@@ -189,18 +190,28 @@ def test_read_graph_on_the_sample_vault(sample):
     assert "score" not in sample.read_graph("all", include_scores=False)["memories"][0]
 
 
+@pytest.mark.parametrize("person_notes", [0, 40], ids=["mostly-memories", "mostly-notes"])
 @pytest.mark.parametrize("model", ["power_law", "exponential", "two_component", "actr"])
-def test_graph_scores_equal_decay_score(sample, clock, model):
+def test_graph_scores_equal_decay_score(sample, sample_vault, clock, model, person_notes):
+    """Whichever way the catalog is read (one pass when most notes are memories, the kind
+    index when most are the person's), every memory is scored as score_of scores it, and
+    stats agree."""
     import dataclasses
 
     from vaultmem.features.graph import _scored_memories
 
+    for i in range(person_notes):
+        (sample_vault / f"Projects/extra-{i}.md").write_text(f"# Extra {i}\nA note of the person's.\n")
     sample.settings = dataclasses.replace(sample.settings, decay_model=model)
     clock.advance(days=3)
     sample.sync()
+    stats = sample.stats()
+    assert stats["vault_notes"] == 2 + person_notes
     fast = {path: score for path, score, _u in _scored_memories(sample, None, clock())}
     slow = {r.path: sample.score_of(r, clock()) for r in sample.index.records("kind = 'memory'")}
     assert fast.keys() == slow.keys() and all(abs(fast[p] - slow[p]) < 1e-12 for p in fast)
+    assert stats["total_memories"] == len(slow)
+    assert stats["avg_score"] == round(math.fsum(slow.values()) / len(slow), 4)
 
 
 def test_relation_counts_match_a_plain_count(sample, sample_vault):

@@ -13,13 +13,16 @@ with an empty cache folder shows the start-up before any answers were recorded
 more come 1.2 s apart, as a person's turns do: each first checks the vault for edits (a scan
 of every note, or the server's change feed: observer.ChangeFeed). For scale, the figures end
 with a `ping` round trip and a tool call that does no work (`memory_block_get` of no block):
-what the SDK on both sides and the pipes cost without a search.
+what the SDK on both sides and the pipes cost without a search. Last, the same searches from
+a client that writes and reads JSON-RPC lines itself (`plain client`): the server's share
+without the Python SDK client's (its own parsing and validation, ~0.3 ms a message here).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import statistics
@@ -118,6 +121,47 @@ async def run(vault: Path, searches: int, cache: Path, idle: float = 0.0) -> dic
     return out
 
 
+def plain(vault: Path, searches: int, cache: Path) -> dict[str, float]:
+    """The timed searches (same queries) and pings from a client without the SDK: one JSON
+    line written, one read."""
+    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH", "VAULTMEM_MCP_HOST")}
+    env.update(VAULTMEM_EMBEDDINGS="off", XDG_CACHE_HOME=str(cache))
+    server = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert server.stdin is not None and server.stdout is not None
+    ids = iter(range(1, 1 << 30))
+
+    def call(method: str, params: dict | None = None) -> float:
+        message: dict = {"jsonrpc": "2.0", "id": next(ids), "method": method}
+        if params is not None:
+            message["params"] = params
+        t = time.perf_counter()
+        server.stdin.write(json.dumps(message).encode() + b"\n")
+        server.stdin.flush()
+        reply = json.loads(server.stdout.readline())
+        elapsed = time.perf_counter() - t
+        assert "result" in reply and not reply["result"].get("isError"), reply
+        return elapsed
+
+    try:
+        call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "bench", "version": "0"}})
+        server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        call("tools/list")
+        call("tools/call", {"name": "search_memory", "arguments": {"query": "deploy"}})
+        rng, topics = random.Random(3), list(TOPICS)
+        times = sorted(call("tools/call", {"name": "search_memory",
+                                           "arguments": {"query": " ".join(rng.sample(topics, 2)), "top_k": 10}})
+                       for _ in range(searches))
+        pings = [call("ping") for _ in range(100)]
+    finally:
+        server.stdin.close()
+        server.wait()
+    return {"plain client: search median ms": 1000 * statistics.median(times),
+            "plain client: search p95 ms": 1000 * times[int(0.95 * (len(times) - 1))],
+            "plain client: ping median ms": 1000 * statistics.median(pings)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000)
@@ -163,6 +207,7 @@ def measure(vault: Path, searches: int) -> dict[str, float]:
                for key in ("initialize answered s", "tools/list answered s", "1st search answered s")}
         out.update(asyncio.run(run(vault, searches, Path(cache))))
         out.update(asyncio.run(run(vault, 0, Path(cache), idle=2.0)))
+        out.update(plain(vault, searches, Path(cache)))
     for key, value in out.items():
         print(f"{key:38s} {value:8.2f}")
     return out

@@ -169,6 +169,62 @@ def test_filter_postings_cached_per_segment_stay_true_across_commits_and_merges(
     store.close()
 
 
+def test_posting_lists_kept_by_a_long_lived_process_stay_true_across_edits_merges_and_eviction(tmp_path):
+    """A server keeps decoded posting lists per segment (bm25.PostingsCache): after edits that
+    take a word out of one memory and put it in another, a deletion, a merge into one segment
+    and evictions, every search still equals a fresh read of the postings and Whoosh's own."""
+    store = MemoryStore(tmp_path / "v", clock=Clock())
+    store.init()
+    store.long_lived = True
+    words = ["kafka", "retention", "billing", "audit", "orders", "search", "weekend", "deploy"]
+    ids = [store.save(f"Plan {i}: {words[i % 8]} {words[(i * 3) % 8]} cluster", dedupe=False)["memory_id"]
+           for i in range(24)]
+    queries = ["kafka retention", "billing audit deploy", "orders weekend", "cluster", "zebra kafka"]
+
+    def check():
+        for text in queries:
+            fast, slow = both(store, text)
+            assert_same(fast, slow)
+            store.index._postings, kept = None, store.index._postings  # the same search read afresh
+            afresh, _ = store.index._search_once(text, kinds=("memory",), statuses=("active", "promoted"),
+                                                 tags=(), limit=1000)
+            store.index._postings = kept
+            assert fast == afresh
+
+    check()
+    cache = store.index._postings
+    assert cache is not None and cache.size > 0
+    assert ("zebra" not in {key[3] for key in cache.entries if cache.entries[key]})  # absent: cached as ()
+    # the person edits two memories: "kafka" leaves one and arrives in another (new segments,
+    # old documents deleted while their segment's cached postings still list them)
+    for mid, text in ((ids[0], "Plan 0: nothing to see"), (ids[5], "Plan 5: kafka kafka deploy")):
+        path = tmp_path / "v" / store.resolve(mid).path
+        path.write_text(path.read_text().replace(path.read_text().rsplit("\n", 2)[-2], text))
+        store.sync()
+        check()
+    store.forget(ids[9])
+    check()
+    with store.index.ix.writer() as writer:  # one segment: the merged-away segments' entries go
+        writer.mergetype = __import__("whoosh.writing", fromlist=["OPTIMIZE"]).OPTIMIZE
+    check()
+    live = {bm25._segment_id(r) for r, _ in store.index._searcher().reader().leaf_readers()}
+    assert {key[0] for key in cache.entries} == live
+    # a small budget: the oldest lists go first and the size stays within it
+    cache = store.index._postings = bm25.PostingsCache(16)
+    check()
+    assert cache.entries and cache.size == sum(len(v[0]) + 1 if v else 1 for v in cache.entries.values()) <= 16
+    store.close()
+
+
+def test_a_one_shot_process_keeps_no_posting_lists(tmp_path):
+    store = MemoryStore(tmp_path / "v", clock=Clock())
+    store.init()
+    store.save("Kafka retention plan", dedupe=False)
+    assert store.search("kafka")["count"] == 1
+    assert store.index._postings is None
+    store.close()
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kinds=st.lists(st.sampled_from(["memory", "note"]), min_size=6, max_size=14),
        archived=st.lists(st.booleans(), min_size=14, max_size=14),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -206,6 +207,61 @@ def doc_paths(searcher: Any, docs: Sequence[int], cache: dict[Any, dict[int, str
     return out
 
 
+POSTINGS_LIMIT = 131_072  # postings a PostingsCache holds (12 bytes each: ~1.5 MB with its keys)
+_ABSENT = ()  # a term a segment does not have (cached too: a segment never gains one)
+
+
+class PostingsCache:
+    """Each segment's posting lists of recently searched terms, decoded: (doc ids in the
+    segment, weights) as compact arrays. A segment never changes (its deletions are filtered
+    by the caller's doc set), so an entry stays true until the segment is merged away
+    (`prune`). Whoosh reads a list through its term table and ~11 small reads of the
+    compound file, ~25 µs a list; a plain query of two words reads ~20 (five fields, two
+    segments). At most POSTINGS_LIMIT postings, oldest terms dropped first; a list longer
+    than an eighth of that (a word in most notes of a big vault) is read every time."""
+
+    __slots__ = ("entries", "size", "limit")
+
+    def __init__(self, limit: int = POSTINGS_LIMIT) -> None:
+        self.entries: dict[tuple[Any, ...], tuple[Any, Any] | tuple[()]] = {}
+        self.size = 0
+        self.limit = limit
+
+    def read(self, reader: Any, segid: str | None, offset: int, field: str,
+             text: str) -> tuple[Sequence[int], Sequence[float]] | tuple[()]:
+        """(doc ids, weights) of the term in this segment, or () when it has none."""
+        key = (segid, offset, field, text)
+        found = self.entries.get(key) if segid is not None else None
+        if found is not None:
+            return found
+        matcher = _postings(reader, field, text)
+        if matcher is None:
+            found = _ABSENT
+        else:
+            ids, weights = array("I"), array("d")  # "d": a weight read back is the float Whoosh gave
+            for block_ids, block_weights in _blocks(matcher):
+                ids.extend(iter(block_ids))  # a block is an array of Whoosh's typecode, or a list
+                weights.extend(iter(block_weights))
+            found = (ids, weights)
+        cost = _cost(found)
+        if segid is not None and cost <= self.limit // 8:
+            self.size += cost
+            self.entries[key] = found
+            while self.size > self.limit:
+                self.size -= _cost(self.entries.pop(next(iter(self.entries))))
+        return found
+
+    def prune(self, searcher: Any) -> None:
+        """Drop the entries of segments the searcher no longer has (merged away)."""
+        live = {(_segment_id(r), offset) for r, offset in searcher.reader().leaf_readers()}
+        for key in [k for k in self.entries if (k[0], k[1]) not in live]:
+            self.size -= _cost(self.entries.pop(key))
+
+
+def _cost(value: tuple[Any, Any] | tuple[()]) -> int:
+    return len(value[0]) + 1 if value else 1
+
+
 def prune(cache: dict[Any, Any], searcher: Any) -> None:
     """Drop cached entries of segments the searcher no longer has (merged away)."""
     live = {(_segment_id(r), offset) for r, offset in searcher.reader().leaf_readers()}
@@ -304,9 +360,11 @@ def _lengths(reader: Any, field: str, cache: dict[Any, Any]) -> tuple[bytes, lis
 
 
 def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int] | frozenset[int],
-          b: float, k1: float, cache: dict[Any, Any]) -> tuple[dict[int, float], dict[int, int]]:
+          b: float, k1: float, cache: dict[Any, Any],
+          postings: PostingsCache | None = None) -> tuple[dict[int, float], dict[int, int]]:
     """(doc number -> BM25F summed over the matched terms, doc number -> bitmask of matched
-    words). `cache` holds per-reader field lengths; give one per searcher.
+    words). `cache` holds per-reader field lengths; give one per searcher. `postings` keeps
+    decoded posting lists across searchers (a long-lived process); None reads each afresh.
 
     Each posting adds whoosh.scoring.bm25's value, computed in the same order so both paths
     give the same floats: idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length / avgfl))),
@@ -317,14 +375,15 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
     k1p1 = k1 + 1
     # AllBut (most searches: every memory but a few) asked per posting without a method call
     excluded, total = (allowed.excluded, allowed.total) if isinstance(allowed, AllBut) else (None, 0)
-    leaves = searcher.reader().leaf_readers()
+    postings = postings if postings is not None else PostingsCache(0)
+    leaves = [(reader, offset, _segment_id(reader)) for reader, offset in searcher.reader().leaf_readers()]
     for field, text, bit in terms:
         # read once the term is found in a segment: a term found nowhere costs no more lookups
         idf: float | None = None
         avgfl: float = 1
-        for reader, offset in leaves:
-            matcher = _postings(reader, field, text)
-            if matcher is None:
+        for reader, offset, segid in leaves:
+            found = postings.read(reader, segid, offset, field, text)
+            if not found:
                 continue
             if idf is None:
                 idf = searcher.idf(field, text)
@@ -339,21 +398,21 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
                     table = cache[key] = [None if n is None else k1 * ((1 - b) + b * n / avgfl) for n in decoded]
             else:  # another release: a per-document accessor
                 raw, length = None, lengths
-            for ids, weights in _blocks(matcher):
-                for d, tf in zip(ids, weights, strict=True):
-                    doc = d + offset
-                    if excluded is not None:
-                        if doc in excluded or doc >= total:
-                            continue
-                    elif doc not in allowed:
+            ids, weights = found
+            for d, tf in zip(ids, weights, strict=True):
+                doc = d + offset
+                if excluded is not None:
+                    if doc in excluded or doc >= total:
                         continue
-                    norm = table[raw[d]] if raw is not None else k1 * ((1 - b) + b * length(d) / avgfl)
-                    s = idf * ((tf * k1p1) / (tf + norm))
-                    prev = acc.get(doc)
-                    if prev is None:
-                        acc[doc] = s
-                        masks[doc] = bit
-                    else:
-                        acc[doc] = prev + s
-                        masks[doc] |= bit
+                elif doc not in allowed:
+                    continue
+                norm = table[raw[d]] if raw is not None else k1 * ((1 - b) + b * length(d) / avgfl)
+                s = idf * ((tf * k1p1) / (tf + norm))
+                prev = acc.get(doc)
+                if prev is None:
+                    acc[doc] = s
+                    masks[doc] = bit
+                else:
+                    acc[doc] = prev + s
+                    masks[doc] |= bit
     return acc, masks

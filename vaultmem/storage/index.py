@@ -385,6 +385,7 @@ class Index:
         self._lengths_cache: dict[Any, Any] = {}
         self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
         self._doc_paths: dict[Any, dict[int, str]] = {}  # bm25.doc_paths, across searchers
+        self._postings: Any = None  # bm25.PostingsCache of a long-lived process, across searchers
         # (catalog version, its listing or the listing's digest): see diff
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]] | tuple[int, int]] | None = None
         self._records_cache: tuple[Any, list[Record]] | None = None
@@ -473,6 +474,7 @@ class Index:
         self._search = self._search_ix = None
         self._allowed_cache, self._lengths_cache, self._segment_docs = {}, {}, {}
         self._doc_paths = {}
+        self._postings = None
         self._fingerprints = None
         self._records_cache = None
         if self._db is not None:
@@ -879,7 +881,10 @@ class Index:
                                 words, _stemmer()) if words is not None else None
         if plan is not None:  # plain words: BM25F straight off the postings (see bm25.py)
             terms, n_words = plan
-            scores, masks = bm25.score(lexicon, terms, allowed, BM25_B, BM25_K1, self._lengths_cache)
+            if self._postings is None and self.long_lived:
+                self._postings = bm25.PostingsCache()
+            scores, masks = bm25.score(lexicon, terms, allowed, BM25_B, BM25_K1, self._lengths_cache,
+                                       self._postings)
             share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
             top = heapq.nsmallest(limit, [(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()])
             paths = bm25.doc_paths(lexicon, [doc for _neg, doc in top], self._doc_paths)
@@ -927,6 +932,8 @@ class Index:
         self._allowed_cache, self._lengths_cache = {}, {}
         bm25.prune(self._segment_docs, self._search)  # forget segments merged away
         bm25.prune(self._doc_paths, self._search)
+        if self._postings is not None:
+            self._postings.prune(self._search)
         return self._search
 
     def _searcher(self) -> Any:

@@ -79,6 +79,20 @@ def test_words_that_analyse_to_several_tokens_go_to_whoosh(indexed):
     assert not any(f == "content" and t == "the" for f, t, _ in terms)
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(queries=st.lists(st.lists(st.sampled_from(WORDS + STOP + ["e-mail", "Deploys", "東京タワー", "über", "v1.2!"]),
+                                 min_size=1, max_size=4), min_size=1, max_size=6))
+def test_query_terms_with_kept_tokens_equal_a_fresh_analysis(indexed, queries, monkeypatch):
+    """The tokens a long-lived index keeps per (field, word) give the same plan as analysing
+    afresh, including a word that goes to Whoosh and the cache starting over when full."""
+    monkeypatch.setattr(bm25, "TOKENS_LIMIT", 7)
+    schema, cache = indexed.index.ix.schema, {}
+    for words in queries * 2:
+        assert bm25.query_terms(schema, SEARCH_FIELDS, words, _stemmer(), cache) == \
+            bm25.query_terms(schema, SEARCH_FIELDS, words, _stemmer())
+        assert len(cache) <= 7
+
+
 def test_fast_path_equals_whoosh_on_fixed_queries(indexed):
     for text in ("kafka", "kafka migration", "Caroline's adoption research", "deployed running dogs",
                  "what did she research", "Release freeze hotfix weekend", "zürich café", "ops"):

@@ -376,6 +376,7 @@ class Index:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
         self.dir = vault.index_dir
+        self._catalog_file = str(self.dir / "catalog.sqlite")  # stat'ed at every read (_current_ino)
         self._db: sqlite3.Connection | None = None
         self._ix: Any = None
         self._opened_ino: int | None = None
@@ -386,6 +387,7 @@ class Index:
         self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
         self._doc_paths: dict[Any, dict[int, str]] = {}  # bm25.doc_paths, across searchers
         self._postings: Any = None  # bm25.PostingsCache of a long-lived process, across searchers
+        self._query_tokens: dict[tuple[str, str], tuple[str, ...]] = {}  # bm25.query_terms, this schema
         # (catalog version, its listing or the listing's digest): see diff
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]] | tuple[int, int]] | None = None
         self._records_cache: tuple[Any, list[Record]] | None = None
@@ -400,7 +402,7 @@ class Index:
     # -- opening ----------------------------------------------------------------------------
     def _current_ino(self) -> int | None:
         try:
-            return os.stat(self.dir / "catalog.sqlite").st_ino
+            return os.stat(self._catalog_file).st_ino
         except FileNotFoundError:
             return None
 
@@ -475,6 +477,7 @@ class Index:
         self._allowed_cache, self._lengths_cache, self._segment_docs = {}, {}, {}
         self._doc_paths = {}
         self._postings = None
+        self._query_tokens = {}
         self._fingerprints = None
         self._records_cache = None
         if self._db is not None:
@@ -878,7 +881,7 @@ class Index:
             return [], True
         words = bm25.plain_words(text)
         plan = bm25.query_terms(lexicon.schema, fields,  # ix.schema re-reads the TOC file each time
-                                words, _stemmer()) if words is not None else None
+                                words, _stemmer(), self._query_tokens) if words is not None else None
         if plan is not None:  # plain words: BM25F straight off the postings (see bm25.py)
             terms, n_words = plan
             if self._postings is None and self.long_lived:
@@ -928,6 +931,8 @@ class Index:
             # was an EmptyReader (an index with no segments yet), and it keeps the old segment
             # readers beside the new ones, so an edited note is found by its old text too.
             self._search.close()
+        if self._search_ix is not ix:  # another index (a rebuild): its schema may analyse otherwise
+            self._query_tokens.clear()
         self._search, self._search_ix = bm25.Lexicon(ix, _weighting), ix
         self._allowed_cache, self._lengths_cache = {}, {}
         bm25.prune(self._segment_docs, self._search)  # forget segments merged away

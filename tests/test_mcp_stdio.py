@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -494,6 +495,98 @@ def test_a_client_that_closes_its_end_still_gets_every_answer(vault_path):
     assert result.get("isError") is not True
     assert (result["structuredContent"]["success"], result["structuredContent"]["results"]) == (True, [])
     assert time.monotonic() - started < 20  # never the 30 s a missing answer would be waited for
+
+
+THREADS_SESSION = """
+import asyncio, sys, threading
+from pathlib import Path
+from vaultmem.mcp import server
+from vaultmem.store import MemoryStore
+
+seen = []
+for name in ("search", "save", "open"):
+    def traced(self, *args, _real=getattr(MemoryStore, name), _name=name, **kwargs):
+        seen.append(_name + "@" + threading.current_thread().name)
+        return _real(self, *args, **kwargs)
+    setattr(MemoryStore, name, traced)
+store = MemoryStore(Path(sys.argv[1]))
+store.long_lived = True
+srv = server.build_server(store)
+asyncio.run(srv.run_stdio_async())  # over the process's pipes (stdio.pipe_streams)
+srv.bridge.close()
+print(" ".join(seen), file=sys.stderr)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no fcntl: the SDK's threaded streams serve there")
+def test_a_quick_read_runs_on_the_loop_s_thread_when_the_client_waits_for_it_alone(vault_path):
+    """search_memory and open_memories run on the event loop's thread when nothing else is
+    queued or waiting to be read (server.Bridge.inline); a write goes to the store's thread;
+    requests sent in one burst all go to the store's thread, in order."""
+    proc = subprocess.Popen([sys.executable, "-c", THREADS_SESSION, str(vault_path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(*messages: dict[str, Any]) -> list[dict[str, Any]]:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        return [json.loads(proc.stdout.readline()) for m in messages if "id" in m]
+
+    def tool(ident: int, name: str, **arguments: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    saved = send(tool(2, "save_memory", content="Kafka retention is seven days on the orders cluster"))[0]
+    memory_id = saved["result"]["structuredContent"]["memory_id"]
+    found = send(tool(3, "search_memory", query="kafka retention"))[0]["result"]["structuredContent"]
+    assert [r["id"] for r in found["results"]] == [memory_id]
+    assert send(tool(4, "open_memories", memory_ids=[memory_id]))[0]["result"]["structuredContent"]["count"] == 1
+    burst = send(tool(5, "search_memory", query="kafka"), tool(6, "search_memory", query="orders"),
+                 tool(7, "search_memory", query="retention"))
+    assert [a["id"] for a in burst] == [5, 6, 7]
+    assert all(a["result"]["structuredContent"]["count"] == 1 for a in burst)
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    calls = proc.stderr.read().split("\n")[-2].split()
+    assert calls[:3] == ["save@vaultmem-store_0", "search@MainThread", "open@MainThread"]
+    assert calls[3:] == ["search@vaultmem-store_0"] * 3
+
+
+def test_the_bridge_runs_inline_only_when_asked_idle_and_quiet():
+    from vaultmem.mcp.server import Bridge
+
+    class Store:
+        long_lived = True
+
+        def close(self) -> None:
+            pass
+
+    async def run() -> list[str]:
+        bridge = Bridge(Store(), inline=frozenset({"search_memory"}))  # type: ignore[arg-type]
+        where = lambda: threading.current_thread().name  # noqa: E731
+        got = [await bridge.run(where, inline=True)]  # no session has said the client is quiet
+        bridge.quiet = lambda: True
+        got.append(await bridge.run(where, inline=True))
+        got.append(await bridge.run(where))  # not an inline tool
+        bridge.quiet = lambda: False  # the client sent more
+        got.append(await bridge.run(where, inline=True))
+        bridge.quiet = lambda: True
+        release = threading.Event()
+        busy = asyncio.ensure_future(bridge.run(release.wait))  # the worker is busy
+        await asyncio.sleep(0.05)
+        queued = asyncio.ensure_future(bridge.run(where, inline=True))
+        await asyncio.sleep(0.05)
+        release.set()
+        await busy
+        got.append(await queued)
+        bridge.close()
+        return got
+
+    names = asyncio.run(run())
+    assert names[1] == "MainThread" and names[0] == names[2] == names[3] == names[4] == "vaultmem-store_0"
 
 
 def test_in_flight_requests_are_the_ones_read_and_not_yet_answered():

@@ -117,6 +117,13 @@ class Lines:
         self.inflight.read(line)
         return line
 
+    def waiting(self) -> bool:
+        """Whether the client has sent more than the request being served: bytes read and not
+        yet taken as a line, or another request read and not answered (a burst, a cancellation
+        on its way). A server runs a quick tool on its loop's thread only when nothing waits
+        (server.Bridge), so a burst keeps its order and a cancellation is read in time."""
+        return bool(getattr(self.reader, "_buffer", True)) or len(self.inflight.ids) > 1
+
 
 class Replies:
     """Where `stdio_server()` writes each frame: `write` queues it, `flush` waits until the

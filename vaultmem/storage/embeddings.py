@@ -211,7 +211,9 @@ class VectorStore:
     def db(self) -> sqlite3.Connection:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=60)
+            # not bound to the opening thread: a server's store moves between its worker and its
+            # event loop's thread, one at a time (mcp/server.Bridge)
+            self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS vectors (id TEXT PRIMARY KEY, hash TEXT NOT NULL,"
                              " model TEXT NOT NULL, vec BLOB NOT NULL)")

@@ -1250,7 +1250,9 @@ def _create_views(db: sqlite3.Connection, viewer: str) -> None:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), timeout=60)
+    """The catalog, created if new; not bound to the thread that opens it: a server's store
+    moves between its worker and its event loop's thread, one at a time (mcp/server.Bridge)."""
+    db = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute(

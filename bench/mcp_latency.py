@@ -55,13 +55,19 @@ def server_rss_mb(vault: Path, command: bytes = b"mcp") -> float | None:
     return None
 
 
+def server_env(cache: Path) -> dict[str, str]:
+    """The server's environment: lexical search, and `cache` where a session's first answers
+    are recorded (mcp/prelude.py)."""
+    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH", "VAULTMEM_MCP_HOST")}
+    env.update(VAULTMEM_EMBEDDINGS="off", XDG_CACHE_HOME=str(cache))
+    return env
+
+
 async def run(vault: Path, searches: int, cache: Path, idle: float = 0.0) -> dict[str, float]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH", "VAULTMEM_MCP_HOST")}
-    env["VAULTMEM_EMBEDDINGS"] = "off"
-    env["XDG_CACHE_HOME"] = str(cache)  # where a session's first answers are recorded (mcp/prelude.py)
+    env = server_env(cache)
     params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
                                    env=env)
     rng = random.Random(3)
@@ -124,9 +130,7 @@ async def run(vault: Path, searches: int, cache: Path, idle: float = 0.0) -> dic
 def plain(vault: Path, searches: int, cache: Path) -> dict[str, float]:
     """The timed searches (same queries) and pings from a client without the SDK: one JSON
     line written, one read."""
-    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH", "VAULTMEM_MCP_HOST")}
-    env.update(VAULTMEM_EMBEDDINGS="off", XDG_CACHE_HOME=str(cache))
-    server = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], env=env,
+    server = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], env=server_env(cache),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert server.stdin is not None and server.stdout is not None
     ids = iter(range(1, 1 << 30))

@@ -264,7 +264,7 @@ class PostingsCache:
 
     def prune(self, searcher: Any) -> None:
         """Drop the entries of segments the searcher no longer has (merged away)."""
-        live = {(_segment_id(r), offset) for r, offset in searcher.reader().leaf_readers()}
+        live = _live_segments(searcher)
         for key in [k for k in self.entries if (k[0], k[1]) not in live]:
             self.size -= _cost(self.entries.pop(key))
 
@@ -273,9 +273,14 @@ def _cost(value: tuple[Any, Any] | tuple[()]) -> int:
     return len(value[0]) + 1 if value else 1
 
 
+def _live_segments(searcher: Any) -> set[tuple[str | None, int]]:
+    """(segment id, offset) of each segment the searcher reads: what per-segment caches keep."""
+    return {(_segment_id(r), offset) for r, offset in searcher.reader().leaf_readers()}
+
+
 def prune(cache: dict[Any, Any], searcher: Any) -> None:
     """Drop cached entries of segments the searcher no longer has (merged away)."""
-    live = {(_segment_id(r), offset) for r, offset in searcher.reader().leaf_readers()}
+    live = _live_segments(searcher)
     for key in [k for k in cache if (k[0], k[1]) not in live]:
         del cache[key]
 

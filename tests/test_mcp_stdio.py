@@ -613,3 +613,70 @@ def test_in_flight_requests_are_the_ones_read_and_not_yet_answered():
 
     assert asyncio.run(run()) == [["1", "a"], (["a"], False), ([], True),
                                   '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n']
+
+
+def test_session_frames_parse_on_read_answer_malformed_lines_and_write_whole_frames_in_order():
+    """`FrameReader`/`FrameWriter`, the streams `serve_session` hands the SDK over pipes: a
+    malformed line is answered (-32700, -32600) and skipped, the client's end ends the stream;
+    answers sent at once by three tasks reach the pipe whole and in the order sent, though
+    each waits for a slow pipe; nothing is written once the stream is closed."""
+    import anyio
+    from mcp.shared.message import SessionMessage
+    from mcp_types.jsonrpc import JSONRPCResponse
+
+    from vaultmem.mcp.server import FrameReader, FrameWriter
+
+    class Lines:
+        def __init__(self, lines: list[str]) -> None:
+            self.lines = lines
+
+        async def __anext__(self) -> str:
+            if not self.lines:
+                raise StopAsyncIteration
+            return self.lines.pop(0)
+
+    class SlowPipe:
+        def __init__(self) -> None:
+            self.frames: list[str] = []
+            self.flushing = 0
+
+        async def write(self, text: str) -> None:
+            assert self.flushing == 0  # one writer at a time: never a frame while one is pending
+            self.frames.append(text)
+
+        async def flush(self) -> None:
+            self.flushing += 1
+            await asyncio.sleep(0.01)
+            self.flushing -= 1
+
+    async def run() -> tuple[list[Any], list[str], str]:
+        pipe = SlowPipe()
+        writer = FrameWriter(pipe)
+        reader = FrameReader(Lines(["{not json\n", '{"jsonrpc":"2.0","id":1}\n',
+                                    '{"jsonrpc":"2.0","id":2,"method":"ping"}\n']), writer)
+        read = [item.message.model_dump(by_alias=True, exclude_unset=True) async for item in reader]
+        with pytest.raises(anyio.EndOfStream):
+            await reader.receive()
+        answers = [SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=n, result={"n": n})) for n in (3, 4, 5)]
+        async with anyio.create_task_group() as tasks:
+            for answer in answers:
+                tasks.start_soon(writer.send, answer)
+        await writer.aclose()
+        try:
+            await writer.send(answers[0])
+            closed = "written"
+        except anyio.ClosedResourceError:
+            closed = "refused"
+        return read, pipe.frames, closed
+
+    read, frames, closed = asyncio.run(run())
+    assert read == [{"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+    assert frames == [
+        '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}\n',
+        '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
+        '"message":"Invalid Request: the JSON is not a JSON-RPC 2.0 message"}}\n',
+        '{"jsonrpc":"2.0","id":3,"result":{"n":3}}\n',
+        '{"jsonrpc":"2.0","id":4,"result":{"n":4}}\n',
+        '{"jsonrpc":"2.0","id":5,"result":{"n":5}}\n',
+    ]
+    assert closed == "refused"

@@ -420,39 +420,129 @@ def resumed(resume: Any, lines: Any, replies: Any) -> tuple[Any, Any]:
     return Lines(), Replies()
 
 
+def malformed(exc: Exception) -> Any:
+    """JSON-RPC's answer to a line that failed the SDK's message validation: parse error
+    (-32700) for a line that is not JSON, invalid request (-32600) for JSON that is no JSON-RPC
+    message; id null either way, where the SDK stays silent."""
+    from mcp_types.jsonrpc import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+
+    errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
+    else:
+        error = ErrorData(code=INVALID_REQUEST, message="Invalid Request: the JSON is not a JSON-RPC 2.0 message")
+    log.info("answered a malformed message with %d", error.code)
+    return JSONRPCError(jsonrpc="2.0", id=None, error=error)
+
+
+class FrameWriter:
+    """The server's messages straight onto a session's `replies` (the SDK's `WriteStream`
+    protocol, mcp/shared/_stream_protocols.py), written by the task that answers: whole frames,
+    in order, one writer at a time, each waiting until the pipe took its frame (`flush`)."""
+
+    def __init__(self, replies: Any) -> None:
+        self.replies = replies
+        self._writing = asyncio.Lock()
+        self.closed = False
+
+    async def send(self, item: Any, /) -> None:
+        import anyio
+
+        if self.closed:
+            raise anyio.ClosedResourceError
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        async with self._writing:
+            await self.replies.write(text)
+            await self.replies.flush()
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def __aenter__(self) -> FrameWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class FrameReader:
+    """The client's messages straight from a session's `lines` (the SDK's `ReadStream`
+    protocol), parsed by the task that serves the session; a malformed line is answered
+    (`malformed`) and skipped. With `FrameWriter` this replaces the SDK's `stdio_server()`
+    reader and writer tasks and vaultmem's malformed-line pump: three hand-offs through
+    memory streams for every call (docs/performance.md)."""
+
+    def __init__(self, lines: Any, answer: FrameWriter) -> None:
+        from mcp_types import jsonrpc_message_adapter
+
+        self.lines, self.answer = lines, answer
+        self._parse = jsonrpc_message_adapter.validate_json
+        self.closed = False
+
+    def __aiter__(self) -> FrameReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        from mcp.shared.message import SessionMessage
+        from pydantic import ValidationError
+
+        while not self.closed:
+            line = await self.lines.__anext__()  # StopAsyncIteration at the client's end
+            try:
+                return SessionMessage(self._parse(line, by_name=False))
+            except ValidationError as exc:
+                await self.answer.send(SessionMessage(malformed(exc)))
+        raise StopAsyncIteration
+
+    async def receive(self) -> Any:
+        import anyio
+
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            raise anyio.EndOfStream from None
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def __aenter__(self) -> FrameReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 async def serve_session(server: Any, lines: Any = None, replies: Any = None) -> None:
-    """One MCP session of `server` over `lines`/`replies` (`stdio.Lines`/`Replies`; None: the
-    SDK's own threaded stdin and stdout), until the client closes its end. A line that is not
-    JSON is answered with JSON-RPC's parse error (-32700) and JSON that is no JSON-RPC message
-    with -32600 (id null), where the SDK stays silent."""
+    """One MCP session of `server` over `lines`/`replies` (`stdio.Lines`/`Replies`, through
+    `FrameReader`/`FrameWriter`; None: the SDK's own threaded stdin and stdout), until the client closes its end.
+    A line that is not JSON is answered with JSON-RPC's parse error (-32700) and JSON that is
+    no JSON-RPC message with -32600 (id null), where the SDK stays silent (`malformed`)."""
+    lowlevel = server._lowlevel_server
+    options = lowlevel.create_initialization_options()
+    if lines is not None:
+        writer = FrameWriter(replies)
+        await lowlevel.run(FrameReader(lines, writer), writer, options)
+        return
+
     import anyio
     from mcp.server.stdio import stdio_server
     from mcp.shared._context_streams import create_context_streams
     from mcp.shared.message import SessionMessage
-    from mcp_types.jsonrpc import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
-    async with stdio_server(lines, replies) as (read_stream, write_stream):
+    async with stdio_server() as (sdk_read, sdk_write):
         forward, incoming = create_context_streams[SessionMessage | Exception](0)
 
         async def pump() -> None:
             async with forward:
-                async for item in read_stream:
+                async for item in sdk_read:
                     if isinstance(item, Exception):
-                        errors: list[dict[str, Any]] = getattr(item, "errors", lambda: [])()
-                        if any(e.get("type") == "json_invalid" for e in errors):
-                            error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
-                        else:
-                            error = ErrorData(code=INVALID_REQUEST,
-                                              message="Invalid Request: the JSON is not a JSON-RPC 2.0 message")
-                        log.info("answered a malformed message with %d", error.code)
-                        await write_stream.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error)))
-                        continue
-                    await forward.send(item)
+                        await sdk_write.send(SessionMessage(malformed(item)))
+                    else:
+                        await forward.send(item)
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(pump)
-            lowlevel = server._lowlevel_server
-            await lowlevel.run(incoming, write_stream, lowlevel.create_initialization_options())
+            await lowlevel.run(incoming, sdk_write, options)
             tasks.cancel_scope.cancel()
 
 

@@ -3,9 +3,10 @@
 The SDK's `stdio_server()` reads each line and writes each reply through `anyio.wrap_file`:
 a hop to a worker thread and back for every line read, every write and every flush, about
 0.4 ms of a `search_memory` round trip on a 2-core machine (docs/performance.md). When both
-ends are pipes or sockets (how every MCP client starts a server), `pipe_streams()` hands
-`stdio_server()` line and write objects served by asyncio's pipe transports instead: no
-thread, same frames. Elsewhere (Windows' proactor loop, a terminal, a file, or
+ends are pipes or sockets (how every MCP client starts a server), `pipe_streams()` gives
+line and write objects served by asyncio's pipe transports instead (no thread, same
+frames), which `server.serve_session` hands the SDK's server loop directly
+(`server.FrameReader`/`FrameWriter`). Elsewhere (Windows' proactor loop, a terminal, a file, or
 `VAULTMEM_PLATFORM_RULES=no-fcntl`) it yields None and the SDK's own path runs.
 
 Like the SDK, it claims fds 0 and 1 while serving: the wire moves to private descriptors,
@@ -98,7 +99,7 @@ class InFlight:
 
 
 class Lines:
-    """The request lines, as `stdio_server()` iterates them (text, newline kept); at the
+    """The request lines, as `server.FrameReader` iterates them (text, newline kept); at the
     client's end of input, the end comes once every request read is answered (`InFlight`)."""
 
     def __init__(self, reader: asyncio.StreamReader, inflight: InFlight) -> None:
@@ -126,7 +127,7 @@ class Lines:
 
 
 class Replies:
-    """Where `stdio_server()` writes each frame: `write` queues it, `flush` waits until the
+    """Where `server.FrameWriter` writes each frame: `write` queues it, `flush` waits until the
     pipe has taken it (a client that stops reading holds the writer, not the loop)."""
 
     def __init__(self, writer: asyncio.StreamWriter, inflight: InFlight) -> None:

@@ -266,3 +266,11 @@ def test_filters_held_as_what_they_leave_out_equal_the_plain_sets(tmp_path_facto
     assert got == plain and bool(allowed) == bool(plain)
     assert all((d in allowed) == (d in plain) for d in range(searcher.doc_count_all() + 2))
     store.close()
+
+
+@given(items=st.lists(st.tuples(st.floats(allow_nan=False, width=32), st.integers(0, 50)), max_size=400),
+       n=st.integers(1, 60))
+def test_the_best_n_are_sorted_s_first_n_on_either_side_of_the_switch(items, n):
+    """`bm25.smallest` sorts up to 8n items and uses heapq.nsmallest beyond (items up to 400,
+    n up to 60: both sides); either way it is sorted(items)[:n], ties and all."""
+    assert bm25.smallest(list(items), n) == sorted(items)[:n]

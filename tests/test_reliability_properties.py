@@ -322,3 +322,24 @@ def test_no_frontmatter_a_person_can_write_stops_a_command(tmp_path_factory, fro
     kept = [rel for rel in before if rel in malformed or not rel.startswith("memory/")]
     assert {rel: (vault / rel).read_bytes() for rel in kept} == {rel: before[rel] for rel in kept}
     store.close()
+
+
+@given(st.one_of(st.floats(0, 253402300800 + 5, allow_nan=False),
+                 st.integers(0, 253402300000).map(lambda s: s + 0.9999995),  # rounds to the next second
+                 st.integers(0, 253402300000).map(lambda s: s + 0.5e-6)))
+def test_index_times_read_as_datetime_gives_them(ts):
+    """`index.iso` (time.gmtime for a search's 20 timestamps) is the second
+    `format_time(datetime.fromtimestamp(ts, UTC))` shows, microsecond rounding included; past
+    year 9999 both refuse alike."""
+    from vaultmem.base.timeutil import UTC, format_time
+    from vaultmem.storage.index import iso
+
+    try:
+        expected: str | type[BaseException] = format_time(dt.datetime.fromtimestamp(ts, UTC))
+    except (ValueError, OverflowError, OSError) as exc:
+        expected = type(exc)
+    try:
+        got: str | type[BaseException] | None = iso(ts)
+    except (ValueError, OverflowError, OSError) as exc:
+        got = type(exc)
+    assert got == expected

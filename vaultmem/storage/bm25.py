@@ -16,6 +16,7 @@ the same way, which is what makes the filters cheap in a one-shot CLI process.
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import re
 from array import array
@@ -373,6 +374,17 @@ def _lengths(reader: Any, field: str, cache: dict[Any, Any]) -> tuple[bytes, lis
         found = fast(field, 1) if fast is not None else (lambda docnum: reader.doc_field_length(docnum, field, 1))
     cache[key] = found
     return found
+
+
+def smallest(items: list[Any], n: int) -> list[Any]:
+    """`sorted(items)[:n]`, `items` reordered in place: one sort in C for up to 8n items (a
+    two-word search at 10,000 memories scores ~500 for the best 100: half heapq.nsmallest's
+    time), heapq.nsmallest beyond, where its Python loop over the rest costs less than sorting."""
+    if len(items) > 8 * n:
+        return heapq.nsmallest(n, items)
+    items.sort()
+    del items[n:]
+    return items
 
 
 def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int] | frozenset[int],

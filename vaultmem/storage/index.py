@@ -13,13 +13,13 @@ import contextlib
 import dataclasses
 import datetime as dt
 import functools
-import heapq
 import json
 import math
 import operator
 import os
 import re
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -889,7 +889,7 @@ class Index:
             scores, masks = bm25.score(lexicon, terms, allowed, BM25_B, BM25_K1, self._lengths_cache,
                                        self._postings)
             share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
-            top = heapq.nsmallest(limit, [(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()])
+            top = bm25.smallest([(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()], limit)
             paths = bm25.doc_paths(lexicon, [doc for _neg, doc in top], self._doc_paths)
             found = [(path, -neg) for path, (neg, _doc) in zip(paths, top, strict=True)]
             return found, len(scores) <= limit
@@ -1169,8 +1169,6 @@ def zone_key(settings: Any) -> str:
     """Which zone times without one are read in: the `timezone` setting, or this machine's."""
     if settings.timezone:
         return str(settings.timezone)
-    import time
-
     return f"local {time.tzname[0]}/{time.tzname[1]} {time.timezone} {time.altzone}"
 
 
@@ -1332,4 +1330,17 @@ def _check_syntax(text: str) -> None:
 
 
 def iso(ts: float | None) -> str | None:
-    return None if ts is None else format_time(dt.datetime.fromtimestamp(ts, UTC))
+    """`format_time` of a timestamp: second `datetime.fromtimestamp` gives (its microseconds
+    rounded half-even, so .9999996 is the next second), through `time.gmtime` (4x faster: a
+    search formats 20) for years 1970-9999."""
+    if ts is None:
+        return None
+    if 0 <= ts < _YEAR_10000:
+        second = math.floor(ts)
+        if round((ts - second) * 1e6) >= 1_000_000:
+            second += 1
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+    return format_time(dt.datetime.fromtimestamp(ts, UTC))
+
+
+_YEAR_10000 = 253402300800 - 1  # the last whole second a 4-digit year shows, rounded up included

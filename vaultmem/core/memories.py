@@ -576,7 +576,8 @@ class Memories:
                                   [*kinds, slug.replace("_", "\\_").replace("%", "\\%") + "-%"])
         return [r for r in rows if re.fullmatch(re.escape(slug) + r"-[0-9a-f]{8}", r.title.lower())]
 
-    def memory_dict(self, rec: Record, now: dt.datetime | None = None) -> dict[str, Any]:
+    def memory_dict(self, rec: Record, now: dt.datetime | None = None, score: float | None = None) -> dict[str, Any]:
+        """The seed's memory keys (`score`: the decay score, when the caller has it already)."""
         now = now or self.now()
         created = rec.created_dt or now
         result: dict[str, Any] = {
@@ -592,7 +593,7 @@ class Memories:
             "use_count": rec.use_count,
             "strength": rec.strength,
             "status": rec.status,
-            "score": round(self.score_of(rec, now), 4),
+            "score": round(self.score_of(rec, now) if score is None else score, 4),
             "age_days": round(days_between(created, now), 2),
             "path": rec.path,
         }
@@ -683,8 +684,7 @@ class Memories:
             window = [(shown[w[0].path], *w[1:]) for w in window if w[0].path in shown]
         results = []
         for rec, decay_score, relevance, _rank, is_review in window:
-            item = self.memory_dict(rec, now)
-            item["score"] = round(decay_score, 4)
+            item = self.memory_dict(rec, now, decay_score)
             item["relevance"] = None if relevance is None else round(relevance, 4)
             similarity = sims.get(rec.path)
             item["similarity"] = None if similarity is None else round(similarity, 4)

@@ -680,3 +680,39 @@ def test_session_frames_parse_on_read_answer_malformed_lines_and_write_whole_fra
         '{"jsonrpc":"2.0","id":5,"result":{"n":5}}\n',
     ]
     assert closed == "refused"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no fcntl: the SDK's threaded streams serve there")
+def test_a_client_that_stops_reading_ends_the_session_quietly(vault_path):
+    """A client that closes the pipe it reads answers from: the answer it will never read is
+    dropped, the next line ends the session, and the server exits 0 with one line saying why
+    instead of a ConnectionResetError traceback (what the SDK's own writer task gave)."""
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault_path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "VAULTMEM_EMBEDDINGS": "off", "VAULTMEM_MCP_HOST": "off"})
+    try:
+        def send(message: dict[str, Any]) -> None:
+            proc.stdin.write((json.dumps(message) + "\n").encode())
+            proc.stdin.flush()
+
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        proc.stdout.close()  # the client stops reading
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_memory", "arguments": {"query": "anything"}}})
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            try:
+                send({"jsonrpc": "2.0", "id": 3, "method": "ping"})  # a line after the dropped answer
+            except BrokenPipeError:
+                break  # the server is gone
+        assert proc.wait(timeout=30) == 0
+        err = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "the client closed the pipe it reads answers from; ending the session" in err
+    assert "Traceback" not in err

@@ -435,7 +435,22 @@ def malformed(exc: Exception) -> Any:
     return JSONRPCError(jsonrpc="2.0", id=None, error=error)
 
 
-class FrameWriter:
+class _Closable:
+    """What the SDK's stream protocols ask beyond sending or receiving: close, and `async with`."""
+
+    closed = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class FrameWriter(_Closable):
     """The server's messages straight onto a session's `replies` (the SDK's `WriteStream`
     protocol, mcp/shared/_stream_protocols.py), written by the task that answers: whole frames,
     in order, one writer at a time, each waiting until the pipe took its frame (`flush`)."""
@@ -443,7 +458,6 @@ class FrameWriter:
     def __init__(self, replies: Any) -> None:
         self.replies = replies
         self._writing = asyncio.Lock()
-        self.closed = False
 
     async def send(self, item: Any, /) -> None:
         import anyio
@@ -461,17 +475,8 @@ class FrameWriter:
                 self.closed = True
                 raise anyio.BrokenResourceError from exc  # what the SDK expects of a peer gone
 
-    async def aclose(self) -> None:
-        self.closed = True
 
-    async def __aenter__(self) -> FrameWriter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class FrameReader:
+class FrameReader(_Closable):
     """The client's messages straight from a session's `lines` (the SDK's `ReadStream`
     protocol), parsed by the task that serves the session; a malformed line is answered
     (`malformed`) and skipped. Once the client stops reading answers (`FrameWriter` met a
@@ -485,7 +490,6 @@ class FrameReader:
 
         self.lines, self.answer = lines, answer
         self._parse = jsonrpc_message_adapter.validate_json
-        self.closed = False
 
     def __aiter__(self) -> FrameReader:
         return self
@@ -514,19 +518,11 @@ class FrameReader:
         except StopAsyncIteration:
             raise anyio.EndOfStream from None
 
-    async def aclose(self) -> None:
-        self.closed = True
-
-    async def __aenter__(self) -> FrameReader:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
 
 async def serve_session(server: Any, lines: Any = None, replies: Any = None) -> None:
     """One MCP session of `server` over `lines`/`replies` (`stdio.Lines`/`Replies`, through
-    `FrameReader`/`FrameWriter`; None: the SDK's own threaded stdin and stdout), until the client closes its end.
+    `FrameReader`/`FrameWriter`; None: the SDK's own threaded stdin and stdout), until the
+    client closes its end.
     A line that is not JSON is answered with JSON-RPC's parse error (-32700) and JSON that is
     no JSON-RPC message with -32600 (id null), where the SDK stays silent (`malformed`)."""
     lowlevel = server._lowlevel_server

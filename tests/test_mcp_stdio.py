@@ -522,7 +522,7 @@ print(" ".join(seen), file=sys.stderr)
 def test_a_quick_read_runs_on_the_loop_s_thread_when_the_client_waits_for_it_alone(vault_path):
     """search_memory and open_memories run on the event loop's thread when nothing else is
     queued or waiting to be read (server.Bridge.inline); a write goes to the store's thread;
-    requests sent in one burst all go to the store's thread, in order."""
+    requests sent in one burst go to the store's thread and are answered in order."""
     proc = subprocess.Popen([sys.executable, "-c", THREADS_SESSION, str(vault_path)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
@@ -552,7 +552,10 @@ def test_a_quick_read_runs_on_the_loop_s_thread_when_the_client_waits_for_it_alo
     assert proc.wait(timeout=30) == 0
     calls = proc.stderr.read().split("\n")[-2].split()
     assert calls[:3] == ["save@vaultmem-store_0", "search@MainThread", "open@MainThread"]
-    assert calls[3:] == ["search@vaultmem-store_0"] * 3
+    # the burst's first two find the others read and unanswered: the store's thread; the last
+    # goes there too unless both were answered before it was read (a slow loop): then it is alone
+    assert calls[3:5] == ["search@vaultmem-store_0"] * 2
+    assert calls[5] in ("search@vaultmem-store_0", "search@MainThread") and len(calls) == 6
 
 
 def test_the_bridge_runs_inline_only_when_asked_idle_and_quiet():

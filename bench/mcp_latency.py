@@ -55,6 +55,12 @@ def server_rss_mb(vault: Path, command: bytes = b"mcp") -> float | None:
     return None
 
 
+def median_p95_ms(seconds: list[float]) -> tuple[float, float]:
+    """The median and the 95th percentile (the nearest rank below) of round trips, in ms."""
+    ordered = sorted(seconds)
+    return 1000 * statistics.median(ordered), 1000 * ordered[int(0.95 * (len(ordered) - 1))]
+
+
 def server_env(cache: Path) -> dict[str, str]:
     """The server's environment: lexical search, and `cache` where a session's first answers
     are recorded (mcp/prelude.py)."""
@@ -95,9 +101,7 @@ async def run(vault: Path, searches: int, cache: Path, idle: float = 0.0) -> dic
                     result = await session.call_tool("search_memory", {"query": query, "top_k": 10})
                     times.append(time.perf_counter() - t)
                     assert not result.is_error
-                times.sort()
-                out["search median ms"] = 1000 * statistics.median(times)
-                out["search p95 ms"] = 1000 * times[int(0.95 * (len(times) - 1))]
+                out["search median ms"], out["search p95 ms"] = median_p95_ms(times)
                 out["server RSS MB"] = server_rss_mb(vault) or float("nan")
                 # What a call costs without a search: the protocol's ping (SDK and pipes only),
                 # and a tool whose handler does next to nothing (a block that does not exist).
@@ -154,15 +158,15 @@ def plain(vault: Path, searches: int, cache: Path) -> dict[str, float]:
         call("tools/list")
         call("tools/call", {"name": "search_memory", "arguments": {"query": "deploy"}})
         rng, topics = random.Random(3), list(TOPICS)
-        times = sorted(call("tools/call", {"name": "search_memory",
-                                           "arguments": {"query": " ".join(rng.sample(topics, 2)), "top_k": 10}})
-                       for _ in range(searches))
+        times = [call("tools/call", {"name": "search_memory",
+                                     "arguments": {"query": " ".join(rng.sample(topics, 2)), "top_k": 10}})
+                 for _ in range(searches)]
         pings = [call("ping") for _ in range(100)]
     finally:
         server.stdin.close()
         server.wait()
-    return {"plain client: search median ms": 1000 * statistics.median(times),
-            "plain client: search p95 ms": 1000 * times[int(0.95 * (len(times) - 1))],
+    median, p95 = median_p95_ms(times)
+    return {"plain client: search median ms": median, "plain client: search p95 ms": p95,
             "plain client: ping median ms": 1000 * statistics.median(pings)}
 
 

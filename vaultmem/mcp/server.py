@@ -456,12 +456,14 @@ class FrameWriter(_Closable):
     in order, one writer at a time, each waiting until the pipe took its frame (`flush`)."""
 
     def __init__(self, replies: Any) -> None:
-        self.replies = replies
-        self._writing = asyncio.Lock()
-
-    async def send(self, item: Any, /) -> None:
         import anyio
 
+        self.replies = replies
+        self._writing = asyncio.Lock()
+        self._anyio = anyio
+
+    async def send(self, item: Any, /) -> None:
+        anyio = self._anyio
         if self.closed:
             raise anyio.ClosedResourceError
         text = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
@@ -486,19 +488,21 @@ class FrameReader(_Closable):
     (docs/performance.md)."""
 
     def __init__(self, lines: Any, answer: FrameWriter) -> None:
+        import anyio
+        from mcp.shared.message import SessionMessage
         from mcp_types import jsonrpc_message_adapter
 
         self.lines, self.answer = lines, answer
         self._parse = jsonrpc_message_adapter.validate_json
+        self._anyio, self._message = anyio, SessionMessage
 
     def __aiter__(self) -> FrameReader:
         return self
 
     async def __anext__(self) -> Any:
-        import anyio
-        from mcp.shared.message import SessionMessage
         from pydantic import ValidationError
 
+        anyio, SessionMessage = self._anyio, self._message  # noqa: N806  (a class)
         while not (self.closed or self.answer.closed):
             line = await self.lines.__anext__()  # StopAsyncIteration at the client's end
             if self.answer.closed:
@@ -511,12 +515,10 @@ class FrameReader(_Closable):
         raise StopAsyncIteration
 
     async def receive(self) -> Any:
-        import anyio
-
         try:
             return await self.__anext__()
         except StopAsyncIteration:
-            raise anyio.EndOfStream from None
+            raise self._anyio.EndOfStream from None
 
 
 async def serve_session(server: Any, lines: Any = None, replies: Any = None) -> None:

@@ -1335,7 +1335,7 @@ def iso(ts: float | None) -> str | None:
     search formats 20) for years 1970-9999."""
     if ts is None:
         return None
-    if 0 <= ts < _YEAR_10000:
+    if 0 <= ts < _YEAR_10000 - 1:  # - 1: its last second may round up into year 10000
         second = math.floor(ts)
         if round((ts - second) * 1e6) >= 1_000_000:
             second += 1
@@ -1343,4 +1343,4 @@ def iso(ts: float | None) -> str | None:
     return format_time(dt.datetime.fromtimestamp(ts, UTC))
 
 
-_YEAR_10000 = 253402300800 - 1  # the last whole second a 4-digit year shows, rounded up included
+_YEAR_10000 = 253402300800  # 10000-01-01T00:00:00Z, where datetime (and a 4-digit year) ends

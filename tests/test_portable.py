@@ -254,6 +254,21 @@ def test_accepted_block_names_make_valid_files(name):
 CASE_RULES = ["", "case-insensitive"]  # the result is the same on both kinds of file system
 
 
+# names whose case folding is not one letter for one letter: ß -> ss, the Kelvin sign -> k, Σ/ς/σ
+_FOLDY = st.text(st.sampled_from("aAbBsSßẞkKKσΣςİi.-1"), min_size=1, max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_FOLDY, max_size=12, unique=True), st.lists(_FOLDY, max_size=4), _FOLDY)
+def test_folded_names_find_every_spelling_of_a_form(names, added, probe):
+    folded = portable.FoldedNames(names)
+    for name in added:
+        folded.add(name)
+    everything = [*names, *added]
+    for key in {n.casefold() for n in everything} | {probe.casefold()}:
+        assert folded.get(key) == tuple(n for n in everything if n.casefold() == key)
+
+
 @pytest.mark.parametrize("rules", CASE_RULES)
 def test_save_takes_a_free_name_beside_a_case_variant(store, vault_path, monkeypatch, rules):
     monkeypatch.setenv(RULES, rules)

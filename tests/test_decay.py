@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from vaultmem.base.config import Settings
@@ -72,3 +72,29 @@ def test_record_score_from_timestamps_equals_decay_score(model, uses, age_days, 
     want = decay.score(use_count=uses, last_used=last, strength=strength, now=now, settings=s,
                        memory_type=memory_type, pinned=pinned)
     assert abs(scoring.record_score(rec, now, s) - want) <= 1e-9 * max(1.0, want)
+
+
+@settings(max_examples=400, deadline=None)
+@given(model=st.sampled_from(["power_law", "exponential", "two_component"]),
+       uses=st.one_of(st.none(), st.integers(-3, 10_000)),
+       age_s=st.one_of(st.none(), st.floats(-86_400, 3650 * 86_400)),
+       strength=st.one_of(st.none(), st.floats(0.0, 2.0)),
+       memory_type=st.sampled_from([None, "", "semantic", "procedural", "Core", "PROCEDURAL"]),
+       pinned=st.sampled_from([None, 0, 1, False, True]), alpha=st.floats(0.3, 3.0), halflife=st.floats(0.5, 90))
+@example(model="power_law", uses=1, age_s=-3600.0, strength=1.0, memory_type=None, pinned=False, alpha=1.0,
+         halflife=7.0)  # last used after now (a clock behind another device's): no decay yet
+@example(model="exponential", uses=None, age_s=-3600.0, strength=None, memory_type=None, pinned=None, alpha=1.0,
+         halflife=7.0)
+def test_a_scorer_for_many_memories_gives_column_score_s_floats(model, uses, age_s, strength, memory_type, pinned,
+                                                                alpha, halflife):
+    """scoring.column_scorer (stats, a search's candidates) is column_score to the last bit, for
+    every model and the columns' empty values (a note without use_count, last_used, strength)."""
+    import dataclasses
+
+    from vaultmem.core import scoring
+
+    s = dataclasses.replace(Settings(), decay_model=model, pl_alpha=alpha, pl_halflife_days=halflife)
+    now_ts = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc).timestamp()
+    last = None if age_s is None else now_ts - age_s
+    assert (scoring.column_scorer(now_ts, s)(uses, last, strength, memory_type, pinned)
+            == scoring.column_score(uses, last, strength, memory_type, pinned, now_ts, s))

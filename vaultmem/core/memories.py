@@ -211,6 +211,15 @@ class Memories:
     def score_of(self, rec: Record, now: dt.datetime | None = None) -> float:
         return scoring.record_score(rec, now or self.now(), self.settings)
 
+    def scorer(self, now: dt.datetime) -> Callable[[Record], float]:
+        """`score_of` at `now` for many records: outside actr (which reads each note's access
+        history) the model's constants are worked out once (scoring.column_scorer)."""
+        settings = self.settings
+        if settings.decay_model == "actr":
+            return lambda rec: scoring.record_score(rec, now, settings)
+        score = scoring.column_scorer(now.timestamp(), settings)
+        return lambda rec: score(rec.use_count, rec.last_used, rec.strength, rec.memory_type, rec.pinned)
+
     def save(
         self,
         content: str,
@@ -753,9 +762,10 @@ class Memories:
               now: dt.datetime) -> list[tuple[Record, float, float | None, float]]:
         weight = self.settings.decay_weight
         ranked: list[Ranked] = []
+        score_of = self.scorer(now)
         if not text:
             for rec in self._filtered(statuses, tags, since):
-                s = self.score_of(rec, now)
+                s = score_of(rec)
                 if min_score is None or s >= min_score:
                     ranked.append((rec, s, None, s))
             return ranked  # unsorted: search orders every mode's ranking once
@@ -775,7 +785,7 @@ class Memories:
                 rec = found
                 if since is not None and (rec.last_used or 0) < since.timestamp():
                     continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
-                s = self.score_of(rec, now)
+                s = score_of(rec)
                 if min_score is not None and s < min_score:
                     continue
                 relevance = bm25 / best
@@ -813,12 +823,13 @@ class Memories:
                      depth=max(self.settings.search_candidates, top_k * 5))
         weight = self.settings.decay_weight
         ranked: list[Ranked] = []
+        score_of = self.scorer(now)
         for path, relevance in fused.items():
             found = by_path.get(path)
             if found is None:
                 continue
             rec = found
-            s = self.score_of(rec, now)
+            s = score_of(rec)
             if min_score is not None and s < min_score:
                 continue
             ranked.append((rec, s, relevance, scoring.rank_score(relevance, s, weight)))
@@ -1231,9 +1242,8 @@ class Memories:
             where = "+" + where  # unary plus: the kind test uses no index
         rows = self.index.db.execute(
             f"SELECT path, status, use_count, last_used, strength, memory_type, pinned FROM notes WHERE {where}", params)
-        now_ts, score = now.timestamp(), scoring.column_score
-        return [(path, status or "active", score(use_count, last_used, strength, memory_type, pinned, now_ts, settings),
-                 use_count or 0)
+        score = scoring.column_scorer(now.timestamp(), settings)
+        return [(path, status or "active", score(use_count, last_used, strength, memory_type, pinned), use_count or 0)
                 for path, status, use_count, last_used, strength, memory_type, pinned in rows]
 
     def stats(self) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Cold CLI freshness with and without a running watcher (storage/fence.py).
 
-For each size: a vault of N memories (bench_mcp.build_vault), indexed once; then cold
+For each size: a vault of N memories (`--corpus varied`, the default: bench_core's; `uniform`:
+bench_mcp's, where every query word is in most notes, a worst case), indexed once; then cold
 `vaultmem search` processes, timed end to end, first with no watcher (each scans the vault:
 a stat per note), then with `vaultmem watch` running (each drops a fence and waits for the
 watcher's answer). Also cold `vaultmem save` (background enrichment) and `vaultmem stats`.
@@ -24,8 +25,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_core import build_vault as build_varied  # noqa: E402
 from bench_core import settle_enrichment  # noqa: E402
-from bench_mcp import build_vault  # noqa: E402
+from bench_mcp import build_vault as build_uniform  # noqa: E402
 
 VAULTMEM = [sys.executable, "-m", "vaultmem"]
 
@@ -49,15 +51,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--corpus", choices=("varied", "uniform"), default="varied",
+                    help="bench_core's memories (bench/corpus.py; the corpus of the issue's figures), or "
+                         "bench_mcp's 8-40 words from one small pool, where every query word is in most notes")
     args = ap.parse_args()
-    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; corpus: {args.corpus}")
     print(f"{'notes':>8} {'search, scan':>14} {'search, watcher':>16} {'stats, scan':>12} {'stats, watcher':>15} "
           f"{'save':>8} {'save, back to back':>19} {'RSS search MB':>14} {'RSS stats MB':>13} {'RSS save MB':>12}")
     rows: list[tuple[int, list[float]]] = []
     for n in (int(x) for x in args.sizes.split(",")):
         with tempfile.TemporaryDirectory(prefix="vaultmem-fence-", ignore_cleanup_errors=True) as tmp:
             root = Path(tmp) / "v"
-            build_vault(root, n)
+            (build_varied if args.corpus == "varied" else build_uniform)(root, n)
             env = {**os.environ, "VAULTMEM_VAULT": str(root), "VAULTMEM_EMBEDDINGS": "off"}
             subprocess.run([*VAULTMEM, "index", "rebuild", "--quiet"], env=env, check=True, capture_output=True)
             scan, rss = timed(["search", "deploy token"], env, args.runs)

@@ -179,7 +179,10 @@ def test_no_module_but_the_adapters_imports_the_front_door():
 def test_the_wheel_lists_every_package_and_ships_the_templates():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     on_disk = {module_name(p.parent) for p in PACKAGE.rglob("__init__.py")} | {"vaultmem.templates"}
-    assert set(config["packages"]) == on_disk
+    templates = ROOT / "templates"
+    data = {".".join(("vaultmem.templates", *d.relative_to(templates).parts)) for d in templates.rglob("*")
+            if d.is_dir() and d.name != "__pycache__" and any(f.is_file() for f in d.iterdir())}
+    assert set(config["packages"]) == on_disk | data
     assert config["package-dir"] == {"vaultmem.templates": "templates"}
     assert not any(p.is_symlink() for p in ROOT.iterdir())
     shipped = config["package-data"]["vaultmem.templates"]

@@ -491,18 +491,17 @@ class FrameReader(_Closable):
         import anyio
         from mcp.shared.message import SessionMessage
         from mcp_types import jsonrpc_message_adapter
+        from pydantic import ValidationError
 
         self.lines, self.answer = lines, answer
         self._parse = jsonrpc_message_adapter.validate_json
-        self._anyio, self._message = anyio, SessionMessage
+        self._anyio, self._message, self._invalid = anyio, SessionMessage, ValidationError
 
     def __aiter__(self) -> FrameReader:
         return self
 
     async def __anext__(self) -> Any:
-        from pydantic import ValidationError
-
-        anyio, SessionMessage = self._anyio, self._message  # noqa: N806  (a class)
+        anyio, SessionMessage, ValidationError = self._anyio, self._message, self._invalid  # noqa: N806  (classes)
         while not (self.closed or self.answer.closed):
             line = await self.lines.__anext__()  # StopAsyncIteration at the client's end
             if self.answer.closed:

@@ -9,7 +9,8 @@ With `vaultmem watch` running for the vault (`--keep DIR` builds one to start it
 DIR` measures it), the watcher serves the session and both processes' RSS are printed;
 VAULTMEM_MCP_HOST=off measures the session served by `vaultmem mcp` itself. A first session
 with an empty cache folder shows the start-up before any answers were recorded
-(mcp/prelude.py); the measured session starts with them. After the timed searches, seven
+(mcp/prelude.py); the measured session starts with them; so does, last, a first start right
+after `vaultmem mcp config` (which records them) with another empty cache folder. After the timed searches, seven
 more come 1.2 s apart, as a person's turns do: each first checks the vault for edits (a scan
 of every note, or the server's change feed: observer.ChangeFeed). For scale, the figures end
 with a `ping` round trip and a tool call that does no work (`memory_block_get` of no block):
@@ -208,7 +209,8 @@ def build(vault: Path, n: int) -> None:
 
 def measure(vault: Path, searches: int) -> dict[str, float]:
     """A first session with nothing recorded (it records its first answers), then the
-    session measured, which starts with them; prints and returns the figures."""
+    session measured, which starts with them, and a first start after `vaultmem mcp config`;
+    prints and returns the figures."""
     with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-cache-") as cache:
         first = asyncio.run(run(vault, 1, Path(cache)))
         out = {"first start: " + key: first[key]
@@ -216,8 +218,17 @@ def measure(vault: Path, searches: int) -> dict[str, float]:
         out.update(asyncio.run(run(vault, searches, Path(cache))))
         out.update(asyncio.run(run(vault, 0, Path(cache), idle=2.0)))
         out.update(plain(vault, searches, Path(cache)))
+    with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-cache-") as cache:
+        # the first start after `vaultmem mcp config`, which records the first answers
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "vaultmem", "mcp", "config", "--client", "cursor", "--vault", str(vault)],
+                       check=True, capture_output=True, env=server_env(Path(cache)))
+        out["mcp config (recording) s"] = time.perf_counter() - t
+        configured = asyncio.run(run(vault, 1, Path(cache)))
+        out.update({"first start after mcp config: " + key: configured[key]
+                    for key in ("initialize answered s", "tools/list answered s")})
     for key, value in out.items():
-        print(f"{key:38s} {value:8.2f}")
+        print(f"{key:52s} {value:8.2f}")
     return out
 
 

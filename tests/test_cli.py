@@ -216,12 +216,12 @@ def test_mcp_config_prints_a_client_s_configuration_with_absolute_paths(runner, 
     from conftest import invoke as run
 
     for client in ("claude-desktop", "cursor"):
-        result = run(runner, "mcp", "config", "--client", client, "--agent", "desk", "--read-only")
+        result = run(runner, "mcp", "config", "--client", client, "--agent", "desk", "--read-only", "--no-record")
         assert result.exit_code == 0
         config = json.loads(result.stdout)["mcpServers"]["vaultmem"]
         assert Path(config["command"]).is_absolute() and Path(config["command"]).name.startswith("vaultmem")
         assert config["args"] == ["mcp", "--vault", str(vault_path.resolve()), "--read-only", "--agent", "desk"]
-    line = run(runner, "mcp", "config", "--client", "claude-code", "--name", "memory").stdout
+    line = run(runner, "mcp", "config", "--client", "claude-code", "--name", "memory", "--no-record").stdout
     words = shlex.split(line)
     assert words[:5] == ["claude", "mcp", "add", "memory", "--"] and Path(words[5]).is_absolute()
     assert words[6:] == ["mcp", "--vault", str(vault_path.resolve())]

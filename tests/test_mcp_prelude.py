@@ -278,3 +278,127 @@ def test_raw_frames_match_and_a_session_without_the_initialized_notification_wor
     # a client that calls a tool without sending notifications/initialized first
     terse = raw_session(vault_path, [init(), CALL], 2)
     assert [f["id"] for f in terse] == [1, 3] and terse[1]["result"]["isError"] is False
+
+
+def first_start(vault: Path, env: dict[str, str], errlog: Path) -> list[dict[str, Any]]:
+    """A client's first start: initialize, tools/list and a search answered, then stdin closed
+    (the SDK, serving the call, logs what was answered before it loaded)."""
+    with errlog.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(line + "\n" for line in [init(), INITIALIZED, TOOLS_LIST, CALL]))
+        proc.stdin.flush()
+        frames = [json.loads(proc.stdout.readline()) for _ in range(3)]
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    return frames
+
+
+def test_mcp_config_records_the_first_answers_so_a_client_s_first_start_is_answered_early(vault_path, tmp_path):
+    from click.testing import CliRunner
+    from conftest import invoke
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    def files() -> dict[str, bytes]:
+        return {str(p.relative_to(vault_path)): p.read_bytes() for p in sorted(vault_path.rglob("*")) if p.is_file()}
+
+    before = files()
+    result = invoke(CliRunner(), "mcp", "config", "--client", "cursor", "--vault", str(vault_path))
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["mcpServers"]["vaultmem"]["args"] == ["mcp", "--vault", str(vault_path.resolve())]
+    assert result.stderr.splitlines()[-1] == (
+        f"# recorded the server's first answers (protocol {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}): "
+        "the client's first start answers at once")
+    assert V in HANDSHAKE_PROTOCOL_VERSIONS
+    assert files() == before  # the recording sessions changed nothing in the vault
+    cache = Path(os.environ["HOME"]) / ".cache" / "vaultmem" / "mcp-replies.json"
+    entries = json.loads(cache.read_text())["entries"]
+    # this shell's settings (the tests' VAULTMEM_NOW...) and none (an app started from the Dock)
+    assert len(entries) == 2
+    for entry in entries.values():
+        assert sorted(entry["versions"]) == sorted(HANDSHAKE_PROTOCOL_VERSIONS)
+        assert {version: sorted(answers) for version, answers in entry["versions"].items()} == {
+            version: ["initialize", "ping", "prompts/list", "resources/templates/list", "tools/list"]
+            for version in HANDSHAKE_PROTOCOL_VERSIONS}
+    stamp = cache.stat().st_mtime_ns
+
+    shell = first_start(vault_path, dict(os.environ), tmp_path / "shell.log")
+    assert "answered initialize, tools/list while the SDK loaded" in (tmp_path / "shell.log").read_text()
+    dock = {name: os.environ[name] for name in ("HOME", "PATH", "PYTHONPATH") if name in os.environ}
+    bare = first_start(vault_path, dock, tmp_path / "dock.log")
+    assert "answered initialize, tools/list while the SDK loaded" in (tmp_path / "dock.log").read_text()
+    assert shell[:2] == bare[:2] and shell[0]["result"]["protocolVersion"] == V
+    assert len(shell[1]["result"]["tools"]) == 28 and shell[2]["result"]["isError"] is False
+    assert cache.stat().st_mtime_ns == stamp  # nothing was left to record
+
+
+def test_mcp_config_says_when_the_answers_cannot_be_recorded_and_prints_the_config_anyway(vault_path):
+    from click.testing import CliRunner
+    from conftest import invoke
+
+    (vault_path / ".vaultmem/config.yaml").write_text("mcp_tools: tiny\n")
+    result = invoke(CliRunner(), "mcp", "config", "--client", "claude-code", "--vault", str(vault_path))
+    assert result.exit_code == 0
+    assert result.stdout.startswith("claude mcp add vaultmem -- ")
+    assert result.stderr == (
+        "# could not record the server's first answers (the MCP server did not answer protocol version "
+        "2024-11-05's first requests: Error: mcp_tools must be one of core, cortexgraph, mnemosyne, all, "
+        "got 'tiny'); the client's first start records them\n")
+    assert not (Path(os.environ["HOME"]) / ".cache" / "vaultmem" / "mcp-replies.json").exists()
+    quiet = invoke(CliRunner(), "mcp", "config", "--client", "claude-code", "--vault", str(vault_path), "--no-record")
+    assert (quiet.exit_code, quiet.stderr, quiet.stdout) == (0, "", result.stdout)
+
+
+FAKE_SERVER = '''
+import json, sys, time
+mode = sys.argv[1]
+for line in sys.stdin:
+    ask = json.loads(line)
+    if "id" not in ask:
+        continue
+    if mode == "silent":
+        time.sleep(30)
+    if mode == "dies":
+        print("Error: the vault is gone", file=sys.stderr)
+        sys.exit(1)
+    if ask["method"] == "initialize":
+        asked = ask["params"]["protocolVersion"]
+        if mode == "refuses":
+            answer = {"error": {"code": -32602, "message": "no thanks"}}
+        else:
+            answer = {"result": {"protocolVersion": asked if asked != "1999-01-01" else "2025-11-25"}}
+    elif ask["method"] == "prompts/list":
+        answer = {"error": {"code": -32601, "message": "Method not found"}}
+    else:
+        answer = {"result": {}}
+    print(json.dumps({"jsonrpc": "2.0", "id": ask["id"], **answer}), flush=True)
+'''
+
+
+@pytest.mark.parametrize(("mode", "outcome"), [
+    ("answers", ["2025-11-25"]),  # 1999-01-01 not spoken; prompts/list not served: nothing to record
+    ("refuses", "the MCP server answered initialize (2025-11-25) with an error: no thanks"),
+    ("dies", "the MCP server did not answer protocol version 2025-11-25's first requests: Error: the vault is gone"),
+    ("silent", "the MCP server did not answer protocol version 2025-11-25's first requests in 1 s"),
+])
+def test_prime_asks_each_version_and_says_what_went_wrong(tmp_path, mode, outcome):
+    from vaultmem.base.errors import VaultmemError
+
+    server = tmp_path / "server.py"
+    server.write_text(FAKE_SERVER)
+    command = [sys.executable, str(server), mode]
+    if isinstance(outcome, list):
+        assert prelude.prime(command, versions=("2025-11-25", "1999-01-01"), timeout=30) == outcome
+        return
+    with pytest.raises(VaultmemError) as raised:
+        prelude.prime(command, versions=("2025-11-25",), timeout=1)
+    assert str(raised.value) == outcome
+
+
+def test_prime_says_when_the_server_cannot_be_run(tmp_path):
+    from vaultmem.base.errors import VaultmemError
+
+    with pytest.raises(VaultmemError) as raised:
+        prelude.prime([str(tmp_path / "no-such-server")], versions=("2025-11-25",))
+    assert str(raised.value) == f"cannot run {tmp_path / 'no-such-server'}: No such file or directory"

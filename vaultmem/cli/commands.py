@@ -1055,12 +1055,20 @@ CLIENT_FILES = {
 @click.option("--tools", "profile", type=click.Choice(TOOL_PROFILES),
               help="Tool profile the server offers (core, cortexgraph, mnemosyne, all).")
 @click.option("--name", default="vaultmem", show_default=True, help="The server's name in the client.")
+@click.option("--no-record", is_flag=True,
+              help="Do not record the server's first answers now (the client's first start then records "
+                   "them, ~1 s slower).")
 @vault_option
 @handle_errors
 def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | None, name: str,
-               vault: str | None) -> None:
+               no_record: bool, vault: str | None) -> None:
     """Print a client's configuration for this vault: the absolute path of this vaultmem and of
     the vault, so it works from an app that does not have your shell's PATH.
+
+    Then, for a vault made with `vaultmem init`, it runs the configured server once per MCP
+    protocol version (a few seconds; nothing in the vault changes) to record its first
+    answers, so the client's very first start answers `initialize` at once, as later
+    starts do (docs/mcp.md, "Start-up").
 
     \b
     Example:
@@ -1077,9 +1085,33 @@ def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | N
         + (["--tools", profile] if profile else [])
     if client == "claude-code":
         click.echo(shlex.join(["claude", "mcp", "add", name, "--", exe, *args]))
+    else:
+        emit_json({"mcpServers": {name: {"command": exe, "args": args}}})
+        click.echo(f"# merge into {CLIENT_FILES[client]}, then restart the client", err=True)
+    if not no_record and sys.platform != "win32" and (root / ".vaultmem").is_dir():
+        _record_first_answers([exe, "mcp", "--in-process", *args[1:]])
+
+
+def _record_first_answers(command: list[str]) -> None:
+    """Record what `command`'s server answers first, under this shell's environment and under
+    one without its vaultmem settings (an app started from the Dock or Start menu has none);
+    a failure is said on stderr and costs only the first start's speed."""
+    import os
+
+    from vaultmem.base.config import session_environment
+    from vaultmem.base.errors import VaultmemError
+    from vaultmem.mcp.prelude import prime
+
+    settings = session_environment()
+    envs = [dict(os.environ)] + ([{k: v for k, v in os.environ.items() if k not in settings}] if settings else [])
+    try:
+        for env in envs:
+            versions = prime(command, env=env)
+    except VaultmemError as exc:
+        click.echo(f"# could not record the server's first answers ({exc}); the client's first start records them", err=True)
         return
-    emit_json({"mcpServers": {name: {"command": exe, "args": args}}})
-    click.echo(f"# merge into {CLIENT_FILES[client]}, then restart the client", err=True)
+    click.echo(f"# recorded the server's first answers (protocol {', '.join(versions)}): "
+               "the client's first start answers at once", err=True)
 
 
 @click.command(name="enrich-pending")

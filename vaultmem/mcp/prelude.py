@@ -118,11 +118,30 @@ def recorded(key: str, path: Path | None = None) -> dict[str, dict[str, Any]]:
 
 
 def remember(key: str, version: str, method: str, result: dict[str, Any], path: Path | None = None) -> None:
-    """Add one answer to the cache (atomically; the last `KEEP` keys are kept). A cache that
-    cannot be written costs only speed: the failure is logged, the session goes on."""
+    """Add one answer to the cache (atomically, under a lock: sessions starting together each
+    add theirs; the last `KEEP` keys are kept). A cache that cannot be written costs only
+    speed: the failure is logged, the session goes on."""
     path = path or cache_file()
     if path is None:
         return
+    try:
+        lock = portable.ExclusiveLock(path.with_name(f".{path.name}.lock"))
+        deadline = time.monotonic() + 2.0
+        while not lock.try_acquire():
+            if time.monotonic() > deadline:
+                log.info("not recording an MCP answer: %s stayed locked", path)
+                return
+            time.sleep(0.005)
+    except OSError as exc:
+        log.info("could not record the MCP answers in %s: %s", path, exc)
+        return
+    try:
+        _remember(key, version, method, result, path)
+    finally:
+        lock.release()
+
+
+def _remember(key: str, version: str, method: str, result: dict[str, Any], path: Path) -> None:
     try:
         entries = _read_cache(path)
         entry = entries.get(key)
@@ -399,3 +418,96 @@ class Recorder:
         if self.known.get(self.version, {}).get(method) != result:
             remember(self.key, self.version, method, result, self.path)
             self.known.setdefault(self.version, {})[method] = result
+
+
+# -- recording ahead of the first session -----------------------------------------------------------
+
+
+def prime(command: list[str], env: dict[str, str] | None = None, versions: tuple[str, ...] | None = None,
+          timeout: float = 60.0) -> list[str]:
+    """Record the first answers of the MCP server `command` runs (`vaultmem mcp --vault ...`,
+    as a client's configuration names it) for each protocol version a client can ask for, by
+    running one short session per version, so even the client's first start answers
+    `initialize` at once. The sessions ask only what is recorded (nothing in the vault
+    changes) and run two at a time. The versions recorded, in order; VaultmemError naming the
+    first session that failed and why."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vaultmem.base.errors import VaultmemError
+
+    if versions is None:
+        try:
+            from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+        except ImportError as exc:  # another SDK layout
+            raise VaultmemError(f"cannot tell which protocol versions the MCP SDK speaks ({exc})") from None
+        versions = tuple(HANDSHAKE_PROTOCOL_VERSIONS)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outcomes = list(pool.map(lambda v: _prime_one(command, v, env, timeout), versions))
+    for outcome in outcomes:
+        if outcome not in ("recorded", "not spoken"):
+            raise VaultmemError(outcome)
+    return [version for version, outcome in zip(versions, outcomes, strict=True) if outcome == "recorded"]
+
+
+def _prime_one(command: list[str], version: str, env: dict[str, str] | None, timeout: float) -> str:
+    """One session asking `version`'s recorded requests: "recorded", "not spoken" (the server
+    answered `initialize` with another version), or what went wrong, in one line."""
+    import subprocess
+    import tempfile
+
+    asks = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {},
+        "clientInfo": {"name": "vaultmem mcp config", "version": __version__}}}),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        *(json.dumps({"jsonrpc": "2.0", "id": n, "method": method}) for n, method in enumerate(STATIC, start=2))]
+    waiting = set(range(1, len(STATIC) + 2))
+    outcome = "recorded"
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=env)
+        except OSError as exc:
+            return f"cannot run {command[0]}: {exc.strerror or exc}"
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.write("".join(f"{ask}\n" for ask in asks).encode())
+                proc.stdin.flush()
+            while waiting and (line := proc.stdout.readline()):
+                try:
+                    frame = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(frame, dict) or frame.get("id") not in waiting:
+                    continue
+                result = frame.get("result")
+                if not isinstance(result, dict) and frame["id"] != 1:
+                    waiting.discard(frame["id"])  # a request this server does not serve: nothing to record
+                    continue
+                if not isinstance(result, dict):
+                    error = frame.get("error")
+                    message = error.get("message") if isinstance(error, dict) else None
+                    outcome = f"the MCP server answered initialize ({version}) with an error: {message or frame}"
+                    break
+                if frame["id"] == 1 and result.get("protocolVersion") != version:
+                    outcome = "not spoken"
+                    waiting.clear()
+                waiting.discard(frame["id"])
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.close()  # the end of the session
+            proc.wait()
+        finally:
+            timed_out = not timer.is_alive() and waiting
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if (not waiting and proc.returncode == 0) or outcome.startswith("the MCP server answered"):
+            return outcome
+        if timed_out:
+            return f"the MCP server did not answer protocol version {version}'s first requests in {timeout:g} s"
+        errors.seek(0)
+        said = [line for line in errors.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    why = said[-1].strip() if said else f"it exited with status {proc.returncode}"
+    return f"the MCP server did not answer protocol version {version}'s first requests: {why}"

@@ -1007,7 +1007,8 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
     the vault, it serves the session on this process's stdin and stdout (warm, the SDK
     already loaded) and this process waits; else it serves here, answering `initialize` and
     `tools/list` at once with the answers it recorded from the SDK last time while the SDK
-    loads. `vaultmem mcp config` prints a client's configuration; see docs/mcp.md.
+    loads. `vaultmem mcp config` prints a client's configuration (and records those answers
+    for its first start); see docs/mcp.md.
 
     \b
     Example:

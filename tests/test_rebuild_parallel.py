@@ -144,3 +144,36 @@ def snapshot_of_a_fresh_rebuild(vault: Path, tmp_path: Path) -> dict[str, object
     store = MemoryStore(copy)
     store.index.rebuild()
     return snapshot(store)
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise") or not Path("/proc/self/fd").is_dir(),
+                    reason="posix_fadvise and /proc: Linux")
+def test_read_ahead_asks_for_each_file_before_its_turn_and_never_blocks(tmp_path, monkeypatch):
+    from vaultmem.base.config import Settings
+    from vaultmem.storage.vault import Vault
+
+    root = tmp_path / "v"
+    root.mkdir()
+    names = [f"n{k}.md" for k in range(10)]
+    for name in names:
+        (root / name).write_text(name)
+    (root / "n3.md").unlink()  # gone since the scan: its read says so, not the read-ahead
+    (root / "n5.md").unlink()
+    os.mkfifo(root / "n5.md")  # an open for reading would wait for a writer without O_NONBLOCK
+    advised: list[str] = []
+    real = os.posix_fadvise
+
+    def spy(fd: int, offset: int, length: int, advice: int) -> None:
+        assert (offset, length, advice) == (0, 0, os.POSIX_FADV_WILLNEED)
+        advised.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        real(fd, offset, length, advice)  # ESPIPE for the FIFO: ignored
+
+    monkeypatch.setattr(os, "posix_fadvise", spy)
+    items = [(name, k) for k, name in enumerate(names)]
+    seen = []
+    for item in Vault(root, Settings()).read_ahead(items, lambda i: i[0], window=3):
+        seen.append(item)
+        # by an item's turn, the files up to three places later were asked for, in order
+        assert advised == [n for n in names[:len(seen) + 3] if n != "n3.md"]
+    assert seen == items
+    assert list(Vault(root, Settings()).read_ahead([], str)) == []

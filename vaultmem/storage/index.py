@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import functools
+import itertools
 import json
 import math
 import operator
@@ -696,7 +697,7 @@ class Index:
         writer = SegmentWriter(ix, limitmb=limitmb)
         postings.block_pool(writer, limitmb)
         mine = helpers.here
-        records = (read_record(self.vault, rel, on_disk[rel]) for rel in mine)
+        records = (read_record(self.vault, rel, on_disk[rel]) for rel in self.vault.read_ahead(mine, str))
         iterator = progress(records, len(mine)) if progress and mine else records
         # Streamed: each batch of parsed notes goes to Whoosh, the catalog and the link table
         # and is dropped; links are resolved once at the end, from the table.
@@ -1139,8 +1140,8 @@ def _rebuild_worker(conn: Any, root: Path, settings: Any, share: list[tuple[str,
         db.execute("PRAGMA synchronous=OFF")
         db.execute("BEGIN")
         malformed = []
-        for start in range(0, len(share), REBUILD_BATCH):
-            batch = [read_record(vault, rel, fp) for rel, fp in share[start:start + REBUILD_BATCH]]
+        ahead = vault.read_ahead(share, operator.itemgetter(0))
+        while batch := [read_record(vault, rel, fp) for rel, fp in itertools.islice(ahead, REBUILD_BATCH)]:
             for rec in batch:
                 if rec.error:
                     malformed.append((rec.path, rec.error))

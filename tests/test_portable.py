@@ -261,7 +261,7 @@ _FOLDY = st.text(st.sampled_from("aAbBsSßẞkKKσΣςİi.-1"), min_size=1, max_
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_FOLDY, max_size=12, unique=True), st.lists(_FOLDY, max_size=4), _FOLDY)
 def test_folded_names_find_every_spelling_of_a_form(names, added, probe):
-    folded = portable.FoldedNames(names)
+    folded = portable.FoldedNames([os.fsencode(name) for name in names])
     for name in added:
         folded.add(name)
     everything = [*names, *added]
@@ -275,7 +275,7 @@ def test_folded_names_find_every_spelling_of_a_form(names, added, probe):
 def test_folded_ascii_names_find_every_spelling_of_a_form(names, added, probe):
     # an ASCII listing is searched as one lowered string: forms that are prefixes of others,
     # the first and the last name, probes that fold to ASCII (the Kelvin sign) or do not
-    folded = portable.FoldedNames(names)
+    folded = portable.FoldedNames([os.fsencode(name) for name in names])
     for name in added:
         folded.add(name)
     everything = [*names, *added]
@@ -406,7 +406,7 @@ def test_the_ci_workflow_runs_the_readme_test_command_everywhere():
 def test_a_folder_is_listed_again_once_it_changed_and_not_for_vaultmems_own_saves(store, vault_path, monkeypatch):
     calls: list[str] = []
     real = os.listdir
-    monkeypatch.setattr(portable.os, "listdir", lambda folder: calls.append(str(folder)) or real(folder))
+    monkeypatch.setattr(portable.os, "listdir", lambda folder: calls.append(os.fsdecode(folder)) or real(folder))
     stm = vault_path / "memory/stm"
     for i in range(5):
         store.save(f"fact number {i} about otters", dedupe=False)

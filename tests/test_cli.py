@@ -10,6 +10,7 @@ import sys
 import pytest
 from conftest import invoke
 
+from vaultmem.base import portable
 from vaultmem.cli import cli
 
 
@@ -176,6 +177,8 @@ def test_help_and_search_import_no_heavy_libraries(vault_path):
     modules = set(saved.stderr.split())
     assert "vaultmem.storage.index" in modules and saved.stdout.strip()  # it saved
     assert not modules & (for_syntax | {"spacy"}), f"vaultmem save imports {modules & (for_syntax | {'spacy'})}"
+    if portable.has_fcntl():  # its lock is flock itself (portable.FileLock): filelock's 13-15 ms spared
+        assert "filelock" not in modules, "vaultmem save imports filelock"
     for args in (["--help"], ["search", "anything", "--vault", str(vault_path)]):
         proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaultmem", *args],
                               capture_output=True, text=True, check=True)

@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -444,3 +446,73 @@ def test_the_scan_finds_the_same_notes_through_a_folder_descriptor_or_by_path(tm
     assert store.vault.temp_files == [str(root / "memory/stm/.a.md.vaultmem-tmp-123-x")]
     assert store.vault.canvas_files() == ["Boards/plan.canvas"]
     store.close()
+
+
+@pytest.mark.skipif(not portable.has_fcntl(), reason="flock: POSIX")
+def test_file_lock_counts_nested_holds_and_excludes_every_other_holder(tmp_path):
+    path = tmp_path / "lock"
+    first, second = portable.FileLock(path), portable.FileLock(path)
+    assert first.acquire(timeout=0) and first.acquire(timeout=0)  # nested: counted
+    assert not second.acquire(timeout=0)  # another open of the file, in this very process
+    start = time.monotonic()
+    assert not second.acquire(timeout=0.2)
+    assert time.monotonic() - start >= 0.2
+    first.release()
+    assert first.is_locked and not second.acquire(timeout=0)  # one hold left
+    first.release()
+    assert not first.is_locked and second.acquire(timeout=0)
+    held = subprocess.run([sys.executable, "-c", "import sys; from vaultmem.base import portable; "
+                           "sys.exit(0 if portable.FileLock(sys.argv[1]).acquire(timeout=0) else 3)", str(path)])
+    assert held.returncode == 3  # another process waits too
+    second.release()
+    second.release()  # one release too many: nothing to drop
+    assert first.acquire(timeout=0)
+    first.release()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not portable.has_fcntl(), reason="fork and flock: POSIX")
+def test_a_forked_child_does_not_keep_its_parent_s_lock(tmp_path):
+    path = tmp_path / "lock"
+    lock = portable.FileLock(path)
+    assert lock.acquire(timeout=0)
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12+ warns about fork in threaded processes
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: holds nothing, and can take the lock once the parent lets go
+        os.close(read)
+        try:
+            mine = portable.FileLock(path)
+            ok = not lock.is_locked and lock.fd is None and mine.acquire(timeout=5)
+            os.write(write, b"1" if ok else b"0")
+            time.sleep(0.5)  # hold it a while, then exit
+        finally:
+            os._exit(0)
+    os.close(write)
+    lock.release()  # the child's copy of the descriptor was closed at the fork: the lock is free
+    assert os.read(read, 1) == b"1"
+    assert not lock.acquire(timeout=0)  # the child holds it now
+    os.waitpid(pid, 0)
+    assert lock.acquire(timeout=0)
+    lock.release()
+    os.close(read)
+
+
+def test_a_vault_lock_held_elsewhere_is_waited_for_then_named(store, vault_path):
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from vaultmem.base import portable; "
+                               "lock = portable.FileLock(sys.argv[1]); lock.acquire(timeout=5); print('held', flush=True); "
+                               "time.sleep(30)", str(store.vault.derived_dir / "lock")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        start = time.monotonic()
+        with pytest.raises(VaultmemError) as raised, store.vault.lock(timeout=0.3):
+            pass
+        assert time.monotonic() - start >= 0.3
+        assert str(raised.value) == (f"another vaultmem process has held {store.vault.derived_dir / 'lock'} for 0 s; "
+                                     "check for a stuck process and retry")
+    finally:
+        holder.kill()
+        holder.wait()
+    with store.vault.lock(timeout=5), store.vault.lock(timeout=0):  # free again, and re-entrant
+        pass

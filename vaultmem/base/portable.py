@@ -20,6 +20,9 @@ import os
 import re
 import stat
 import sys
+import threading
+import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,13 +116,108 @@ def piped(*fds: int) -> bool:
     return True
 
 
+class FileLock:
+    """An exclusive advisory lock on a file, dropped by the system when the holder dies; nested
+    acquires of one FileLock count (from any thread, as filelock's `thread_local=False`), and a
+    second FileLock on the same file, in this process or another, waits.
+
+    On POSIX it is flock(2) on the file, as filelock's UnixFileLock takes it, written out
+    here: importing filelock 4 costs a cold command 13-15 ms (it pulls in `secrets`, `hmac`
+    and `decimal`), a twentieth of a `vaultmem save`. A forked child closes the descriptors
+    of the locks its parent holds (`_forked`), as filelock 4 does: a rebuild's workers and a
+    merge child must not keep the vault locked after the parent lets go. On Windows (and with
+    `no-fcntl` forced) it is filelock's `FileLock` (msvcrt.locking)."""
+
+    POLL = 0.05
+    _held: weakref.WeakSet[FileLock] = weakref.WeakSet()
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.fd: int | None = None
+        self._count = 0
+        self._guard = threading.Lock()
+        self._other: Any = None
+        if not has_fcntl():
+            from filelock import FileLock as Library
+
+            self._other = Library(self.path, thread_local=False)
+
+    def acquire(self, timeout: float) -> bool:
+        """Take the lock, waiting at most `timeout` seconds (0: not at all); False when another
+        holder kept it that long."""
+        if self._other is not None:
+            from filelock import Timeout
+
+            try:
+                self._other.acquire(timeout=timeout)
+            except Timeout:
+                return False
+            return True
+        import fcntl
+
+        with self._guard:
+            if self._count:
+                self._count += 1
+                return True
+            deadline = time.monotonic() + timeout
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        os.close(fd)
+                        return False
+                    time.sleep(self.POLL)
+                    continue
+                except BaseException:
+                    os.close(fd)
+                    raise
+                break
+            self.fd, self._count = fd, 1
+            FileLock._held.add(self)
+            return True
+
+    def release(self) -> None:
+        if self._other is not None:
+            self._other.release()
+            return
+        with self._guard:
+            if not self._count:
+                return
+            self._count -= 1
+            if self._count == 0 and self.fd is not None:
+                fd, self.fd = self.fd, None
+                FileLock._held.discard(self)
+                os.close(fd)  # closing the only descriptor of the open file drops the flock
+
+    @property
+    def is_locked(self) -> bool:
+        return self._other.is_locked if self._other is not None else self._count > 0
+
+    @classmethod
+    def _forked(cls) -> None:
+        """In a forked child: hold none of the parent's locks (the parent still does)."""
+        for lock in list(cls._held):
+            lock._guard = threading.Lock()  # another thread may have held it at the fork
+            if lock.fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(lock.fd)
+            lock.fd, lock._count = None, 0
+        cls._held = weakref.WeakSet()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=FileLock._forked)
+
+
 class ExclusiveLock:
     """An exclusive lock on a file, per open (a second one in the same process is refused too)
     and dropped by the system when the holder dies.
 
-    With fcntl (POSIX) or on Windows it is filelock's `FileLock` (flock / msvcrt.locking).
-    Without either, and with `no-fcntl` forced, it is a lock file created exclusively holding
-    the owner's PID, taken over when that process is gone.
+    With fcntl (POSIX) it is a `FileLock` (flock), on Windows filelock's (msvcrt.locking).
+    With `no-fcntl` forced on POSIX it is a lock file created exclusively holding the
+    owner's PID, taken over when that process is gone.
     """
 
     def __init__(self, path: Path) -> None:
@@ -131,12 +229,8 @@ class ExclusiveLock:
         """Take the lock if it is free; False when another holder has it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if has_fcntl() or sys.platform == "win32":
-            from filelock import FileLock, Timeout
-
-            lock = FileLock(str(self.path), thread_local=False)
-            try:
-                lock.acquire(timeout=0)
-            except Timeout:
+            lock = FileLock(self.path)
+            if not lock.acquire(timeout=0):
                 return False
             self._lock = lock
             return True
@@ -170,7 +264,7 @@ class ExclusiveLock:
 
     def fds(self) -> list[int]:
         """The descriptors a forked child must close so the lock does not outlive this process."""
-        fd = getattr(getattr(self._lock, "_context", None), "lock_file_fd", None)
+        fd = getattr(self._lock, "fd", None)
         return [fd] if isinstance(fd, int) else []
 
     def held_elsewhere(self) -> bool:

@@ -354,18 +354,14 @@ class Memories:
         `defer_entities`, with a compare-and-swap edit of those two lines only. A memory whose
         entities or strength a person set meanwhile keeps them; one deleted meanwhile drops its
         job. One process at a time (a lock beside the jobs); safe to run again."""
-        from filelock import FileLock, Timeout
-
         totals = {"enriched": 0, "kept": 0, "gone": 0}
         busy = False
         # Whoever holds the lock drains the queue, jobs queued meanwhile included; a process that
         # finds it held leaves its job to the holder, and the holder looks again after letting
         # go, so no job waits for the next save.
         while self.pending_enrichments() and (limit is None or sum(totals.values()) < limit):
-            try:
-                lock = FileLock(str(self.enrich_dir / ".lock"), timeout=0)
-                lock.acquire()
-            except Timeout:
+            lock = portable.FileLock(self.enrich_dir / ".lock")
+            if not lock.acquire(timeout=0):
                 busy = True
                 break
             try:

@@ -110,7 +110,7 @@ def start_merge(vault: Any, close_fds: Sequence[int] = ()) -> int:
         return pid
     code = FAILED
     try:  # the child: only Whoosh files and the lock file; never returns into the caller
-        for fd in close_fds:  # filelock 4 closes its own descriptors in a forked child already
+        for fd in close_fds:  # portable.FileLock closes its own descriptors in a forked child already
             try:
                 os.close(fd)
             except OSError:

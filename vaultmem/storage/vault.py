@@ -456,20 +456,16 @@ class Vault:
     @contextlib.contextmanager
     def lock(self, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         """The vault's advisory lock, held around one read-modify-write or index commit."""
-        from filelock import FileLock, Timeout
-
         if self._lock is None:
             self.derived_dir.mkdir(parents=True, exist_ok=True)
             # One re-entrant lock object per Vault: nested holds in one process never deadlock.
-            self._lock = FileLock(str(self.derived_dir / "lock"), thread_local=False)
+            self._lock = portable.FileLock(self.derived_dir / "lock")
         lock = self._lock
-        try:
-            lock.acquire(timeout=timeout)
-        except Timeout:
+        if not lock.acquire(timeout=timeout):
             raise VaultmemError(
                 f"another vaultmem process has held {self.derived_dir / 'lock'} for {timeout:.0f} s; "
                 "check for a stuck process and retry"
-            ) from None
+            )
         try:
             yield
         finally:

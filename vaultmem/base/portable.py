@@ -399,8 +399,9 @@ class FoldedNames:
     lowercase, of the same length, so a form is found with `bytes.find` and its spelling read
     at the same offset. The others are decoded into `first` (one spelling of each form, built
     in one pass in C) and `more` (the further spellings of forms several names share); so are
-    names added later. In a fresh process, for 100,000 names, this costs ~11 ms against ~30 ms
-    for a dict of every name: what counts there is the new memory touched, 10 MB against 30."""
+    names added later. In a fresh process (a cold `vaultmem save`), for 100,000 names, this
+    costs 24-34 ms against 32-50 ms for a dict of every name: what counts there is the new
+    memory touched (a page fault is ~9 us on the development VM), ~10 MB against ~30."""
 
     __slots__ = ("first", "more", "_names", "_folded")
 
@@ -444,9 +445,9 @@ _LISTINGS: dict[str, tuple[tuple[int, int, int], FoldedNames]] = {}
 
 def _folded(folder: Path) -> FoldedNames:
     """The names in `folder` by their case-folded form. Listing and folding 100,000 names takes
-    ~60 ms in a fresh process (10,000: ~6 ms), and a save asks twice (a free name, then the exclusive create), so
-    the listing is kept while the folder's (inode, mtime, ctime) stay the same: any entry added
-    or removed changes them."""
+    ~75 ms in a fresh process (10,000: ~8 ms), and a save asks twice (a free name, then the
+    exclusive create), so the listing is kept while the folder's (inode, mtime, ctime) stay
+    the same: any entry added or removed changes them."""
     stamp = folder_stamp(folder)
     if stamp is None:
         return FoldedNames([])

@@ -1069,7 +1069,7 @@ def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | N
     Then, for a vault made with `vaultmem init`, it runs the configured server once per MCP
     protocol version (a few seconds; nothing in the vault changes) to record its first
     answers, so the client's very first start answers `initialize` at once, as later
-    starts do (docs/mcp.md, "Start-up").
+    starts do (docs/mcp.md, "The first answers, before the SDK loads").
 
     \b
     Example:

@@ -1089,30 +1089,19 @@ def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | N
     else:
         emit_json({"mcpServers": {name: {"command": exe, "args": args}}})
         click.echo(f"# merge into {CLIENT_FILES[client]}, then restart the client", err=True)
-    if not no_record and sys.platform != "win32" and (root / ".vaultmem").is_dir():
-        _record_first_answers([exe, "mcp", "--in-process", *args[1:]])
-
-
-def _record_first_answers(command: list[str]) -> None:
-    """Record what `command`'s server answers first, under this shell's environment and under
-    one without its vaultmem settings (an app started from the Dock or Start menu has none);
-    a failure is said on stderr and costs only the first start's speed."""
-    import os
-
-    from vaultmem.base.config import session_environment
+    if no_record:
+        return
     from vaultmem.base.errors import VaultmemError
-    from vaultmem.mcp.prelude import prime
+    from vaultmem.mcp.prelude import record_first_answers
 
-    settings = session_environment()
-    envs = [dict(os.environ)] + ([{k: v for k, v in os.environ.items() if k not in settings}] if settings else [])
     try:
-        for env in envs:
-            versions = prime(command, env=env)
+        versions = record_first_answers([exe, "mcp", "--in-process", *args[1:]], root)
     except VaultmemError as exc:
         click.echo(f"# could not record the server's first answers ({exc}); the client's first start records them", err=True)
         return
-    click.echo(f"# recorded the server's first answers (protocol {', '.join(versions)}): "
-               "the client's first start answers at once", err=True)
+    if versions is not None:
+        click.echo(f"# recorded the server's first answers (protocol {', '.join(versions)}): "
+                   "the client's first start answers at once", err=True)
 
 
 @click.command(name="enrich-pending")

@@ -423,6 +423,22 @@ class Recorder:
 # -- recording ahead of the first session -----------------------------------------------------------
 
 
+def record_first_answers(command: list[str], root: Path) -> list[str] | None:
+    """`prime` the server `command` runs for the vault at `root` under this process's
+    environment and, when that has vaultmem settings, under one without them (an app started
+    from the Dock or the Start menu has none): the protocol versions recorded. None when
+    nothing is recorded here: on Windows (no early answers there) or for a folder that is not
+    a vault yet (the server would not start). VaultmemError when a session failed."""
+    if not portable.has_fcntl() or not (root / ".vaultmem").is_dir():
+        return None
+    settings = session_environment()
+    envs = [dict(os.environ)] + ([{k: v for k, v in os.environ.items() if k not in settings}] if settings else [])
+    versions: list[str] = []
+    for env in envs:
+        versions = prime(command, env=env)
+    return versions
+
+
 def prime(command: list[str], env: dict[str, str] | None = None, versions: tuple[str, ...] | None = None,
           timeout: float = 60.0) -> list[str]:
     """Record the first answers of the MCP server `command` runs (`vaultmem mcp --vault ...`,

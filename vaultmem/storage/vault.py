@@ -257,12 +257,9 @@ class Vault:
                 fd = os.open(os.path.join(root, rel(item)), flags)
             except OSError:
                 return  # gone or unreadable: its read says so
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
+            with contextlib.suppress(OSError):
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)  # ESPIPE for a FIFO
+            os.close(fd)
 
         for item in items[:window]:
             advise(item)

@@ -1,15 +1,19 @@
 """A big rebuild shared between this process and worker processes (`RebuildWorkers`): the
 same catalog, links, aliases, postings and document order as a rebuild done here alone,
-forked or spawned, and a worker that fails stops the rebuild without touching the index."""
+forked or spawned, whichever process runs slower and takes over part of another's range
+(`Shares`), and a worker that fails stops the rebuild without touching the index."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import vaultmem.storage.index as index_module
 from vaultmem.base import portable
@@ -74,6 +78,96 @@ def test_a_shared_rebuild_equals_one_done_alone(tmp_path, monkeypatch, rules):
     assert not [p for p in (vault / ".vaultmem").rglob("worker-*")]  # the workers' catalogs are gone
     assert store.backlinks("00000009-0000-4000-8000-000000000000")["count"] == 1
     store.close()
+
+
+@pytest.mark.skipif(not portable.can_fork(), reason="the slowness is a monkeypatch, which only a forked worker inherits")
+@pytest.mark.parametrize("slow", ["main", "worker"])
+def test_the_faster_process_takes_over_the_slower_ones_range(tmp_path, monkeypatch, slow):
+    vault = big_vault(tmp_path)
+    store = MemoryStore(vault)
+    store.rebuild_index()
+    expected = snapshot(store)
+    main = os.getpid()
+    real = index_module.read_record
+    parsed_here: list[str] = []
+
+    def uneven(vault_, rel, fingerprint):
+        if (os.getpid() == main) == (slow == "main"):
+            time.sleep(0.02)
+        if os.getpid() == main:
+            parsed_here.append(rel)
+        return real(vault_, rel, fingerprint)
+
+    monkeypatch.setattr(index_module, "read_record", uneven)  # forked workers inherit it
+    monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
+    monkeypatch.setattr(index_module, "TAKE_OVER_MIN", 4)
+    monkeypatch.setattr(index_module, "CLAIM", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # one worker: the first half here, the second there
+    shared = store.rebuild_index()
+    notes = len(store.vault.scan())
+    first_half = sorted(store.vault.scan())[:notes // 2]
+    if slow == "main":  # the worker took over the far end of this process's half
+        assert len(parsed_here) < notes // 2 and parsed_here == first_half[:len(parsed_here)]
+    else:  # this process went on into the worker's half
+        assert len(parsed_here) > notes // 2 and parsed_here[:notes // 2] == first_half
+    assert len(store.index._searcher().reader().leaf_readers()) >= 3
+    assert shared["malformed"] == [{"path": "memory/stm/broken-yaml-note-0badc0de.md",
+                                    "reason": shared["malformed"][0]["reason"]},
+                                   {"path": "memory/stm/m050.md", "reason": shared["malformed"][1]["reason"]}]
+    got = snapshot(store)
+    for key in expected:
+        assert got[key] == expected[key], key
+    store.close()
+
+
+@pytest.mark.parametrize("cpus", [1, 3])
+def test_the_progress_bar_counts_every_note_whichever_process_parses_it(tmp_path, monkeypatch, cpus):
+    vault = big_vault(tmp_path)
+    store = MemoryStore(vault)
+    monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    seen: list[tuple[int, int]] = []
+
+    def progress(items, length):
+        for n, item in enumerate(items, 1):
+            seen.append((n, length))
+            yield item
+
+    store.rebuild_index(progress)
+    assert store.index.parse_context == (None if cpus == 1 else "fork" if portable.can_fork() else "spawn")
+    notes = len(store.vault.scan())
+    assert seen == [(n, notes) for n in range(1, notes + 1)]
+    store.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(total=st.integers(0, 200), processes=st.integers(1, 4), size=st.integers(1, 9), least=st.integers(1, 20),
+       turns=st.lists(st.integers(0, 3), max_size=400))
+def test_shares_hand_every_note_to_one_process_in_contiguous_ranges(total, processes, size, least, turns):
+    shares = index_module.Shares(total, processes)
+    ranges: list[list[list[int]]] = [[[]] for _ in range(processes)]  # per process, its ranges' notes
+    finished = [False] * processes
+
+    def turn(p: int) -> None:
+        if finished[p]:
+            return
+        chunk = shares.claim(p, size)
+        if chunk:
+            ranges[p][-1] += chunk
+        elif shares.take_over(p, least):
+            ranges[p].append([])
+        else:
+            finished[p] = True
+
+    for p in turns:  # any interleaving of the processes' steps
+        turn(p % processes)
+    while not all(finished):
+        for p in range(processes):
+            turn(p)
+    claimed = [r for mine in ranges for r in mine if r]
+    assert all(r == list(range(r[0], r[-1] + 1)) for r in claimed)  # each range contiguous, in order
+    assert [n for r in sorted(claimed) for n in r] == list(range(total))  # every note once, by start
+    assert shares.done() == 0
 
 
 @pytest.mark.skipif(not portable.can_fork(), reason="the fault is a monkeypatch, which only a forked worker inherits")

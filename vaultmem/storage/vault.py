@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -240,33 +241,32 @@ class Vault:
         self._canvases = (time.monotonic(), sorted(canvases))
         return found
 
-    def read_ahead(self, items: Sequence[T], rel: Callable[[T], str], window: int = READ_AHEAD) -> Iterator[T]:
+    def read_ahead(self, items: Iterable[T], rel: Callable[[T], str], window: int = READ_AHEAD) -> Iterator[T]:
         """`items` in order, each yielded once the kernel was asked to start reading the file of
         the item `window` places later (posix_fadvise WILLNEED), so that a loop reading every
         note (a rebuild) does not wait on a cold disk one file at a time: the reads queue and
         overlap. 20,000 notes out of the page cache: 1.9 s -> 0.7 s; ~4 us a note when cached.
+        `items` may be an iterator: it is drawn `window` items ahead of what is yielded.
         Where posix_fadvise is missing (macOS, Windows), just `items`."""
         if not hasattr(os, "posix_fadvise"):
             yield from items
             return
         root = str(self.root)
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)  # a FIFO never blocks
-
-        def advise(item: T) -> None:
+        pending: collections.deque[T] = collections.deque()
+        for item in items:
             try:
                 fd = os.open(os.path.join(root, rel(item)), flags)
             except OSError:
-                return  # gone or unreadable: its read says so
-            with contextlib.suppress(OSError):
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)  # ESPIPE for a FIFO
-            os.close(fd)
-
-        for item in items[:window]:
-            advise(item)
-        for k, item in enumerate(items):
-            if k + window < len(items):
-                advise(items[k + window])
-            yield item
+                fd = -1  # gone or unreadable: its read says so
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)  # ESPIPE for a FIFO
+                os.close(fd)
+            pending.append(item)
+            if len(pending) > window:
+                yield pending.popleft()
+        yield from pending
 
     def canvas_files(self, max_age: float = 2.0) -> list[str]:
         """The vault's canvases (vault-relative), as a walk at most `max_age` seconds old found

@@ -140,6 +140,19 @@ def test_the_progress_bar_counts_every_note_whichever_process_parses_it(tmp_path
     store.close()
 
 
+def test_a_range_taken_over_waits_for_its_new_owner():
+    shares = index_module.Shares(100, 2)
+    assert shares.claim(0, 10) == range(0, 10)
+    assert shares.claim(1, 50) == range(50, 100) and not shares.claim(1, 50)
+    assert shares.take_over(1, 10)  # 40 left of 10..50: the far half, 30..50, before 1 writes its segment
+    assert shares.claim(0, 100) == range(10, 30) and not shares.claim(0, 100)
+    assert not shares.take_over(0, 1)  # 1 is writing its segment: 30..50 waits for it
+    assert shares.position(1) == 30 and shares.claim(1, 5) == range(30, 35)
+    assert not shares.take_over(0, 16)  # 15 left, under the least
+    assert shares.take_over(0, 2) and shares.claim(0, 100) == range(42, 50)  # 1 parses again
+    assert shares.claim(1, 100) == range(35, 42)
+
+
 @settings(max_examples=300, deadline=None)
 @given(total=st.integers(0, 200), processes=st.integers(1, 4), size=st.integers(1, 9), least=st.integers(1, 20),
        turns=st.lists(st.integers(0, 3), max_size=400))

@@ -1016,52 +1016,59 @@ PARALLEL_PARSE_MIN = 3000
 class Shares:
     """A rebuild's notes, in path order, divided among its processes as contiguous ranges kept
     in memory they all see (`RawArray`, under one lock). A process claims the next few notes
-    of its range at a time; when its range runs out it takes over the far half of what is
-    left of the range with most left, so that the processes finish together however unevenly
-    they run (one process's half took 2.6-4.7 s longer than the other's at 100,000 notes).
-    Each range a process works through becomes a segment of its own, and the segments,
-    listed by where their ranges start, keep document numbers in path order (search breaks
-    exact ties by them)."""
+    of its range at a time. When its range runs out, before it writes out its segment (~5 s
+    at 50,000 notes), it takes over the far half of what is left of the range with most left
+    among the processes still parsing, so that the processes finish together however
+    unevenly the machine runs them. Each range a process works through becomes a segment of
+    its own, and the segments, listed by where their ranges start, keep document numbers in
+    path order (search breaks exact ties by them)."""
 
     def __init__(self, total: int, processes: int, context: Any = None) -> None:
         self.processes = processes
-        cells = 3 * processes  # per process: the next note to claim, its range's end, notes done
+        # per process: the next note to claim, its range's end, notes done, parsing (1) or not
+        cells = 4 * processes
         self._cells: Any = context.RawArray("q", cells) if context else [0] * cells
         self._lock: Any = context.Lock() if context else contextlib.nullcontext()
         for p in range(processes):
-            self._cells[3 * p] = total * p // processes
-            self._cells[3 * p + 1] = total * (p + 1) // processes
+            self._cells[4 * p] = total * p // processes
+            self._cells[4 * p + 1] = total * (p + 1) // processes
+            self._cells[4 * p + 3] = 1
 
     def position(self, p: int) -> int:
         """Where process `p` goes on: the start of its range, before it claims any of it."""
-        return int(self._cells[3 * p])
+        return int(self._cells[4 * p])
 
     def claim(self, p: int, size: int) -> range:
         """The next (up to) `size` notes of process `p`'s range, now its own; empty at the end."""
         with self._lock:
-            start = self._cells[3 * p]
-            stop = max(start, min(start + size, self._cells[3 * p + 1]))
-            self._cells[3 * p] = stop
+            start = self._cells[4 * p]
+            stop = max(start, min(start + size, self._cells[4 * p + 1]))
+            self._cells[4 * p] = stop
+            self._cells[4 * p + 3] = 1
         return range(start, stop)
 
     def take_over(self, p: int, least: int) -> bool:
         """Give process `p`, its range done, the far half of the unclaimed rest of the range
-        with most left, if that is at least `least` notes (and at least 2: each side keeps
-        one, so two idle processes never pass a range back and forth)."""
+        with most left among the processes still parsing, if that is at least `least` notes
+        (and at least 2: each side keeps one). Until `p` claims again it does not count as
+        parsing, so the range it was given waits for it (while it writes out its segment)
+        rather than being taken over in turn."""
         with self._lock:
-            left, q = max((self._cells[3 * q + 1] - self._cells[3 * q], q) for q in range(self.processes))
+            self._cells[4 * p + 3] = 0
+            left, q = max((self._cells[4 * q + 1] - self._cells[4 * q], q)
+                          for q in range(self.processes) if self._cells[4 * q + 3] or q == p)
             if left < max(least, 2):
                 return False
-            cut = self._cells[3 * q] + left // 2
-            self._cells[3 * p], self._cells[3 * p + 1] = cut, self._cells[3 * q + 1]
-            self._cells[3 * q + 1] = cut
+            cut = self._cells[4 * q] + left // 2
+            self._cells[4 * p], self._cells[4 * p + 1] = cut, self._cells[4 * q + 1]
+            self._cells[4 * q + 1] = cut
             return True
 
     def count(self, p: int) -> None:
-        self._cells[3 * p + 2] += 1  # only process p writes it
+        self._cells[4 * p + 2] += 1  # only process p writes it
 
     def done(self) -> int:
-        return int(sum(self._cells[3 * p + 2] for p in range(self.processes)))
+        return int(sum(self._cells[4 * p + 2] for p in range(self.processes)))
 
 
 CLAIM = 64  # notes a rebuild process claims at a time (Shares.claim), and reads ahead (Vault.read_ahead)
@@ -1114,11 +1121,12 @@ def _index_share(vault: Vault, items: list[tuple[str, tuple[int, int]]], shares:
                     ticks(shares)
             db.executemany(insert, [r.row() for r in batch])
             linkmod.insert_link_rows(db, batch)
+        more = shares.take_over(p, TAKE_OVER_MIN)  # before the segment is written: the others parse on
         if writer._added:
             segments.append((start, writer._finalize_segment()))
         else:
             writer._close_segment()
-        if not shares.take_over(p, TAKE_OVER_MIN):
+        if not more:
             return segments, malformed
         writer = another_writer()
 

@@ -161,7 +161,8 @@ def test_help_and_search_import_no_heavy_libraries(vault_path):
     # first use), and the standard modules only git, a spawn, a model install or a rebuild runs
     for_others = {"vaultmem.features.consolidate", "vaultmem.features.graph", "vaultmem.features.sync",
                   "vaultmem.features.mnemosyne.recall", "vaultmem.features.mnemosyne.hooks",
-                  "vaultmem.storage.embeddings", "vaultmem.storage.models", "tempfile", "subprocess", "zipfile"}
+                  "vaultmem.storage.embeddings", "vaultmem.storage.models", "tempfile", "subprocess", "zipfile",
+                  "logging"}  # 2-3 ms: a watcher's unreadable note logs (Memories.refresh_paths)
     # The save's own imports (its enrichment child, forked, imports spaCy and writes to the
     # same stderr, so it is not started here): the note is indexed without Whoosh's searcher
     # (index._delete_path) and spaCy waits for the child.

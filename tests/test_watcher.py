@@ -642,3 +642,25 @@ def test_a_sync_leaves_a_working_writers_temporary_files_alone(vault_path, store
         assert time.monotonic() - started < 1.0
     assert (temp / "in-use.ctmp").exists()
     other.close()
+
+
+def test_a_note_that_cannot_be_statted_is_logged_and_skipped(vault_path, monkeypatch, caplog):
+    store = MemoryStore(vault_path)
+    store.sync()
+    store.save("Deploys go out on Tuesdays")
+    rel = next(p for p in store.vault.scan() if p.startswith("memory/"))
+    before = store.index.get(rel)
+    real = os.lstat
+
+    def denied(path, *args, **kwargs):
+        if str(path).endswith(rel):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", denied)
+    with caplog.at_level(logging.WARNING, logger="vaultmem.index"):
+        result = store.refresh_paths([rel])
+    assert [r.getMessage() for r in caplog.records] == [f"cannot read {rel}: Permission denied; skipped"]
+    assert result["removed"] == 0 and result["indexed"] == 0
+    assert store.index.get(rel) == before  # still indexed as it was
+    store.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
-import logging
 import math
 import os
 import re
@@ -52,8 +51,6 @@ from vaultmem.storage import note as notes
 from vaultmem.storage import segments
 from vaultmem.storage.index import Index, Record, SyncReport, iso
 from vaultmem.storage.vault import Vault, is_note_path
-
-log = logging.getLogger("vaultmem.index")
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _SHORT_ID = re.compile(r"^[0-9a-fA-F]{8}$")
@@ -1122,7 +1119,10 @@ class Memories:
                 except FileNotFoundError:
                     st = None
                 except OSError as exc:
-                    log.warning("cannot read %s: %s; skipped", rel, exc.strerror or exc)
+                    import logging  # here: its import is 2-3 ms of every cold command's start
+
+                    logging.getLogger("vaultmem.index").warning("cannot read %s: %s; skipped", rel,
+                                                                exc.strerror or exc)
                     continue
                 if st is None or not stat.S_ISREG(st.st_mode):  # gone, or a symlink/pipe/folder
                     if rel in known:

@@ -220,6 +220,14 @@ def _damage_whoosh_toc(index: Path) -> None:
         toc.write_bytes(b"\x00garbage")
 
 
+def _damage_whoosh_schema_of_a_later_version(index: Path) -> None:
+    """The schema names a field class this version does not have, as a later vaultmem's may."""
+    for toc in (index / "whoosh").glob("*.toc"):
+        data = toc.read_bytes()
+        assert b"vaultmem.storage.analysis\nText\n" in data
+        toc.write_bytes(data.replace(b"vaultmem.storage.analysis\nText\n", b"vaultmem.storage.analysis\nTxet\n"))
+
+
 def _damage_whoosh_segments_gone(index: Path) -> None:
     for seg in (index / "whoosh").glob("*.seg"):
         seg.unlink()
@@ -236,7 +244,7 @@ def _damage_index_is_a_file(index: Path) -> None:
 
 DAMAGE = {f.__name__[len("_damage_"):]: f for f in (
     _damage_catalog_garbage, _damage_catalog_truncated, _damage_catalog_empty, _damage_whoosh_toc,
-    _damage_whoosh_segments_gone, _damage_whoosh_dir_gone, _damage_index_is_a_file)}
+    _damage_whoosh_schema_of_a_later_version, _damage_whoosh_segments_gone, _damage_whoosh_dir_gone, _damage_index_is_a_file)}
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))

@@ -305,7 +305,9 @@ def _delete_path(writer: Any, reader: Any, path: str) -> None:
 
 
 def _schema() -> Any:
-    from whoosh.fields import ID, KEYWORD, TEXT, Schema
+    from whoosh.fields import ID, KEYWORD, Schema
+
+    from vaultmem.storage.analysis import Text  # TEXT, indexing ASCII text in one pass
 
     analyzer = _analyzer()
     return Schema(
@@ -313,11 +315,11 @@ def _schema() -> Any:
         id=ID(stored=True),
         kind=ID,
         status=ID,
-        title=TEXT(analyzer=analyzer, field_boost=1.5),
-        content=TEXT(analyzer=analyzer),
+        title=Text(analyzer=analyzer, field_boost=1.5),
+        content=Text(analyzer=analyzer),
         tags=KEYWORD(lowercase=True, commas=True, scorable=True, field_boost=1.5),
-        entities=TEXT(analyzer=analyzer, field_boost=1.3),
-        props=TEXT(analyzer=analyzer, field_boost=PROPS_BOOST),
+        entities=Text(analyzer=analyzer, field_boost=1.3),
+        props=Text(analyzer=analyzer, field_boost=PROPS_BOOST),
     )
 
 
@@ -1316,8 +1318,17 @@ def whoosh_storage(path: Path) -> Any:
 
 
 def open_whoosh(path: Path) -> Any:
-    """The Whoosh index (`whoosh_storage`)."""
-    return whoosh_storage(path).open_index()
+    """The Whoosh index (`whoosh_storage`). A schema that names a class this version does not
+    have (an index written by a later vaultmem: its fields are `analysis.Text` since
+    2026-11-27) is an index to rebuild, like a damaged one: whoosh.index.IndexError."""
+    import pickle
+
+    from whoosh.index import IndexError as WhooshIndexError
+
+    try:
+        return whoosh_storage(path).open_index()
+    except (AttributeError, ImportError, pickle.UnpicklingError) as exc:
+        raise WhooshIndexError(f"cannot read the index's schema ({exc}); it will be rebuilt") from exc
 
 
 def visible_sql(viewer: str) -> str:

@@ -1,0 +1,73 @@
+"""`analysis.Text` indexes ASCII text in one pass: the postings (term bytes, frequency, weight,
+encoded positions, in the same order) must be exactly those of Whoosh's TEXT field running
+the search analyzer's chain, for any text; other text and other analyzers take the chain."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from whoosh.analysis import StandardAnalyzer
+from whoosh.fields import TEXT
+
+from vaultmem.storage import analysis
+from vaultmem.storage.analysis import Text
+
+ANALYZER = analysis.analyzer()
+WORDS = ["the", "The", "what", "deploys", "Caroline's", "James'", "l'equipe", "qu'il", "d'x", "it's",
+         "don't", "s's", "x_y", "CAFE", "2026", "a1b2", "running", "ran", "'", "''", "-", "_", "co-op",
+         "iPhone", "meeting", "budgets", "o'clock", "rock'n'roll"]
+
+
+def both(value: str, boost: float = 1.0) -> tuple[list[object], list[object]]:
+    fast = Text(analyzer=ANALYZER, field_boost=boost)
+    chain = TEXT(analyzer=ANALYZER, field_boost=boost)
+    return list(fast.index(value)), list(chain.index(value))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(WORDS), st.text(string.printable, max_size=12)), max_size=60),
+       st.sampled_from([" ", "\n", ", ", "\t", "  ", "'", "-"]),
+       st.sampled_from([1.0, 1.3, 1.5, 0.5]))
+def test_one_pass_gives_the_chains_postings_for_any_ascii_text(words, sep, boost):
+    value = sep.join(words)
+    fast, chain = both(value, boost)
+    assert fast == chain
+
+
+def test_a_note_gives_the_chains_postings_term_for_term(monkeypatch):
+    value = ("What did Caroline's team decide? The deploys go out on Tuesdays; the budget meeting "
+             "moved to 3pm. L'equipe met again: deploys, DEPLOYS and deploy.")
+    chain = list(TEXT(analyzer=ANALYZER, field_boost=1.5).index(value))
+    monkeypatch.setattr(TEXT, "index", lambda *a, **k: pytest.fail("ASCII text went through the chain"))
+    fast = list(Text(analyzer=ANALYZER, field_boost=1.5).index(value))
+    assert fast == chain
+    terms = [term for term, *_ in fast]
+    assert terms[:4] == [b"carolin", b"team", b"decid", b"deploi"]  # stop words out, stems in
+    assert [freq for term, freq, *_ in fast if term == b"deploi"] == [4]
+
+
+@pytest.mark.parametrize("value", ["Café au lait à Paris", "咖啡店 meeting", "naïve ｔｏｋｙｏ", "Straße"])
+def test_text_that_is_not_ascii_goes_through_the_chain(value, monkeypatch):
+    calls = []
+    real = TEXT.index
+
+    def spy(self, value, **kwargs):
+        calls.append(value)
+        return real(self, value, **kwargs)
+
+    monkeypatch.setattr(TEXT, "index", spy)
+    fast = list(Text(analyzer=ANALYZER).index(value))
+    assert calls == [value]
+    monkeypatch.setattr(TEXT, "index", real)
+    assert fast == list(TEXT(analyzer=ANALYZER).index(value))
+
+
+def test_another_analyzer_goes_through_the_chain():
+    other = StandardAnalyzer()
+    value = "The deploys go out on Tuesdays"
+    assert list(Text(analyzer=other).index(value)) == list(TEXT(analyzer=other).index(value))
+    assert analysis._search_chain_end(other) is None
+    assert analysis._search_chain_end(ANALYZER) is ANALYZER.items[2]

@@ -69,3 +69,19 @@ def test_a_cut_short_run_is_an_error_not_missing_postings(tmp_path):
     (tmp_path / path).write_bytes(full[:-3])
     with pytest.raises(OSError, match=r"posting run .*\.run is cut short \(expected \d+ bytes, read \d+\)"):
         list(pool._read_run(path))
+
+
+def test_a_posting_counts_what_whooshs_pool_counts(tmp_path):
+    from whoosh.filedb.filestore import FileStorage
+    from whoosh.writing import PostingPool
+
+    store = FileStorage(str(tmp_path)).create()
+    rng = random.Random(7)
+    ours, theirs = postings.BlockPool(store, None, limitmb=1), PostingPool(store, None, limitmb=1)
+    for _ in range(3000):
+        item = (rng.choice(["content", "title", "props"]), "wörd".encode() * rng.randint(1, 5), rng.randint(0, 99),
+                1.5, rng.choice([None, b"", b"\x00\x01" * rng.randint(1, 9)]))
+        ours.add(item)
+        theirs.add(item)
+        assert ours.currentsize == theirs.currentsize
+    assert ours.current == theirs.current and ours.fieldnames == theirs.fieldnames

@@ -23,8 +23,24 @@ BLOCK = 4096
 _LENGTH = struct.Struct("<I")
 
 
+# PostingPool.add's estimate of a posting's memory, less its strings' lengths: a 5-tuple (28 +
+# 4 * 5), the field name (21), the term (26), the document number (18), the weight (16) and
+# the value (21).
+_POSTING_BYTES = 28 + 4 * 5 + 21 + 26 + 18 + 16 + 21
+
+
 class BlockPool(PostingPool):
     """`PostingPool` with runs in marshalled blocks (see the module's docstring)."""
+
+    def add(self, item: Any) -> None:
+        """PostingPool.add without its type assertions (the writer hands bytes), with the same
+        size estimate, so runs are cut where Whoosh cuts them: 0.26-0.29 us a posting against
+        0.39 us, ~0.3 s of CPU in a rebuild of 100,000 notes (~30 postings a note)."""
+        self.fieldnames.add(item[0])
+        self.currentsize += _POSTING_BYTES + len(item[0]) + 2 * len(item[1]) + len(item[4] or "")
+        if self.currentsize > self.limit:
+            self.save()
+        self.current.append(item)
 
     def _write_run(self, f: Any, items: Iterable[Any]) -> None:
         block: list[Any] = []

@@ -132,11 +132,12 @@ def test_the_progress_bar_counts_every_note_whichever_process_parses_it(tmp_path
         for n, item in enumerate(items, 1):
             seen.append((n, length))
             yield item
+        seen.append("end")  # run to its end, as a click bar must be to show 100 %
 
     store.rebuild_index(progress)
     assert store.index.parse_context == (None if cpus == 1 else "fork" if portable.can_fork() else "spawn")
     notes = len(store.vault.scan())
-    assert seen == [(n, notes) for n in range(1, notes + 1)]
+    assert seen == [*((n, notes) for n in range(1, notes + 1)), "end"]
     store.close()
 
 

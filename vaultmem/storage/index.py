@@ -1084,6 +1084,7 @@ class _Ticks:
     def __init__(self, progress: Any, total: int) -> None:
         self._bar = iter(progress(itertools.repeat(None, total), total)) if progress and total else None
         self._shown = 0
+        self._total = total
 
     def __call__(self, shares: Shares) -> None:
         if self._bar is not None:
@@ -1094,6 +1095,9 @@ class _Ticks:
 
     def close(self) -> None:
         if self._bar is not None:
+            if self._shown >= self._total:
+                for _ in self._bar:  # to its end: the bar shows 100 %
+                    pass
             self._bar.close()
             self._bar = None
 

@@ -71,3 +71,17 @@ def test_another_analyzer_goes_through_the_chain():
     assert list(Text(analyzer=other).index(value)) == list(TEXT(analyzer=other).index(value))
     assert analysis._search_chain_end(other) is None
     assert analysis._search_chain_end(ANALYZER) is ANALYZER.items[2]
+
+
+def test_an_analyzer_is_forgotten_with_its_object():
+    import gc
+
+    before = len(analysis._CHAIN_ENDS)
+    chain = analysis.analyzer()  # as every read of the index's TOC unpickles a new one
+    end = chain.items[2]
+    assert analysis._search_chain_end(chain) is end
+    assert analysis._search_chain_end(chain) is end  # the second time from the cache
+    assert len(analysis._CHAIN_ENDS) == before + 1
+    del chain, end
+    gc.collect()
+    assert len(analysis._CHAIN_ENDS) == before

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import weakref
 from collections.abc import Generator, Iterator
 from typing import Any
 
@@ -281,14 +282,15 @@ class Text(TEXT):
             yield term.encode("utf-8"), len(poslist), float(len(poslist)) * boost, encode(poslist)
 
 
-_CHAIN_ENDS: dict[int, tuple[Any, StopStemFilter | None]] = {}
+_CHAIN_ENDS: dict[int, tuple[Any, StopStemFilter | None]] = {}  # id(analyzer) -> (weak ref, its end)
 
 
 def _search_chain_end(chain: Any) -> StopStemFilter | None:
-    """The StopStemFilter ending `analyzer()`'s chain, or None for any other analyzer
-    (worked out once per analyzer object)."""
+    """The StopStemFilter ending `analyzer()`'s chain, or None for any other analyzer; worked
+    out once per analyzer object and forgotten with it (every read of the index's TOC
+    unpickles a new one: a long-lived process must not keep them, nor their stem caches)."""
     known = _CHAIN_ENDS.get(id(chain))
-    if known is not None and known[0] is chain:
+    if known is not None and known[0]() is chain:
         return known[1]
     end = None
     items: list[Any] = chain.items if isinstance(chain, CompositeAnalyzer) else []
@@ -296,5 +298,10 @@ def _search_chain_end(chain: Any) -> StopStemFilter | None:
             and items[0].inner == RegexTokenizer(WORD) and type(items[1]) is WordFilter
             and type(items[2]) is StopStemFilter):
         end = items[2]
-    _CHAIN_ENDS[id(chain)] = (chain, end)
+    key = id(chain)
+    try:
+        ref = weakref.ref(chain, lambda _ref: _CHAIN_ENDS.pop(key, None))
+    except TypeError:  # cannot be weakly referenced: worked out again next time
+        return end
+    _CHAIN_ENDS[key] = (ref, end)
     return end

@@ -27,6 +27,11 @@ def both(value: str, boost: float = 1.0) -> tuple[list[object], list[object]]:
     return list(fast.index(value)), list(chain.index(value))
 
 
+UNICODE_WORDS = ["Café", "CAFÉ", "café", "Straße", "naïve", "Ñandú", "l’équipe", "Zürich’s", "ｔｏｋｙｏ",
+                 "ﬁnance", "Ⅻ", "Ａｌｉｃｅ", "İstanbul", "Ελλάδα", "Москва", "ﾃｽﾄ", "咖啡店", "한국어", "½",
+                 "e\u0301cole", "ǅemal", "ß", "Å", "\u00a0", "\u2019s"]
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(WORDS), st.text(string.printable, max_size=12)), max_size=60),
        st.sampled_from([" ", "\n", ", ", "\t", "  ", "'", "-"]),
@@ -34,6 +39,15 @@ def both(value: str, boost: float = 1.0) -> tuple[list[object], list[object]]:
 def test_one_pass_gives_the_chains_postings_for_any_ascii_text(words, sep, boost):
     value = sep.join(words)
     fast, chain = both(value, boost)
+    assert fast == chain
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(WORDS + UNICODE_WORDS), st.text(max_size=10)), max_size=40),
+       st.sampled_from([" ", "\n", "、", "\u3000", "’", "-"]))
+def test_one_pass_gives_the_chains_postings_for_any_text(words, sep):
+    value = sep.join(words)
+    fast, chain = both(value, 1.3)
     assert fast == chain
 
 
@@ -49,8 +63,18 @@ def test_a_note_gives_the_chains_postings_term_for_term(monkeypatch):
     assert [freq for term, freq, *_ in fast if term == b"deploi"] == [4]
 
 
-@pytest.mark.parametrize("value", ["Café au lait à Paris", "咖啡店 meeting", "naïve ｔｏｋｙｏ", "Straße"])
-def test_text_that_is_not_ascii_goes_through_the_chain(value, monkeypatch):
+def test_accented_text_takes_the_one_pass_too(monkeypatch):
+    value = "Caroline’s équipe à Zürich: naïve ｔｏｋｙｏ cafés, l’été, Straße"
+    chain = list(TEXT(analyzer=ANALYZER).index(value))
+    monkeypatch.setattr(TEXT, "index", lambda *a, **k: pytest.fail("accented text went through the chain"))
+    fast = list(Text(analyzer=ANALYZER).index(value))
+    assert fast == chain
+    assert [term for term, *_ in fast] == [b"carolin", b"equip", b"zurich", b"naiv", b"tokyo", b"cafe",
+                                           b"et", b"strass"]
+
+
+@pytest.mark.parametrize("value", ["咖啡店 meeting", "東京 in spring", "한국어 notes", "ﾃｽﾄ half-width kana"])
+def test_text_with_cjk_goes_through_the_chain(value, monkeypatch):
     calls = []
     real = TEXT.index
 

@@ -251,24 +251,30 @@ _WORD = re.compile(WORD)
 
 
 class Text(TEXT):
-    """Whoosh's TEXT field with a quicker way to index ASCII text through the search analyzer
+    """Whoosh's TEXT field with a quicker way to index text through the search analyzer
     (`NormalizingTokenizer | WordFilter | StopStemFilter`): the words found in one pass of
-    the regular expression, each lowered, stopped and stemmed as the chain would, and their
-    positions encoded as `Positions` encodes them, without a Token passed through three
-    generators per word. Same postings, byte for byte (tests/test_analysis_fast.py compares
-    the two on arbitrary text); any other text or analyzer goes through the chain."""
+    the regular expression over the text (NFKC-normalized unless ASCII), each lowered or
+    folded, stopped and stemmed as the chain would, and their positions encoded as
+    `Positions` encodes them, without a Token passed through three generators per word.
+    Same postings, byte for byte (tests/test_analysis_fast.py compares the two on arbitrary
+    text). Text with Chinese, Japanese or Korean in it (cut into bigrams by WordFilter), and
+    any other analyzer, go through the chain."""
 
     def index(self, value: Any, **kwargs: Any) -> Generator[tuple[bytes, int, float | int, bytes], Any, None]:
         stopstem = _search_chain_end(self.analyzer)
-        if (stopstem is None or kwargs or type(self.format) is not Positions or not isinstance(value, str)
-                or not value.isascii()):
+        normal = value if not isinstance(value, str) or value.isascii() else unicodedata.normalize("NFKC", value)
+        if (stopstem is None or kwargs or type(self.format) is not Positions or not isinstance(normal, str)
+                or has_cjk(normal)):
             yield from super().index(value, **kwargs)
             return
         stops, stem = stopstem.stops, stopstem._stem
         positions: dict[str, list[int]] = {}
         pos = -1
-        for k, word in enumerate(_WORD.findall(value)):
-            text = (possessive(word) if "'" in word else word).lower()
+        for k, word in enumerate(_WORD.findall(normal)):
+            if word.isascii():  # WordFilter's two branches
+                text = (possessive(word) if "'" in word else word).lower()
+            else:
+                text = fold(possessive(word))
             if text and text not in stops:
                 pos = k if pos < 0 else pos + 1  # numbered from the first word kept, as StopStemFilter does
                 term = stem(text)

@@ -307,7 +307,7 @@ def _delete_path(writer: Any, reader: Any, path: str) -> None:
 def _schema() -> Any:
     from whoosh.fields import ID, KEYWORD, Schema
 
-    from vaultmem.storage.analysis import Text  # TEXT, indexing ASCII text in one pass
+    from vaultmem.storage.analysis import Text  # TEXT, indexing text in one pass
 
     analyzer = _analyzer()
     return Schema(

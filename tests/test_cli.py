@@ -192,6 +192,26 @@ def test_help_and_search_import_no_heavy_libraries(vault_path):
         assert args[0] != "search" or "anything goes" in proc.stdout  # the plain path ran and found it
 
 
+def test_starting_the_cli_looks_up_few_translations():
+    """click.Path looks its name up in gettext's catalogs when made, probing the file system for
+    each locale variant: one per --vault option cost ~4 ms of every command's start."""
+    code = ("import gettext\n"
+            "calls = []\n"
+            "lookup = gettext.dgettext\n"
+            "gettext.dgettext = lambda *a: calls.append(a) or lookup(*a)\n"
+            "import vaultmem.cli\n"
+            "print(len(calls))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(proc.stdout) <= 6
+    def commands(group):
+        for command in group.commands.values():
+            yield command
+            yield from commands(command) if hasattr(command, "commands") else ()
+
+    options = [p for c in commands(cli) for p in c.params if p.name == "vault"]
+    assert len(options) > 40 and len({id(p.type) for p in options}) == 1
+
+
 def test_config_shows_values_and_sources(runner, vault_path, monkeypatch):
     (vault_path / ".vaultmem/config.yaml").write_text("forget_threshold: 0.02\n")
     monkeypatch.setenv("CORTEXGRAPH_DECAY_MODEL", "exponential")

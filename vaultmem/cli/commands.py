@@ -15,6 +15,7 @@ import click
 
 from vaultmem.base.config import TOOL_PROFILES
 from vaultmem.cli.common import (
+    FOLDER,
     _store,
     emit_json,
     handle_errors,
@@ -41,7 +42,7 @@ from vaultmem.text import format_unified
 
 
 @click.command()
-@click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.argument("path", required=False, type=FOLDER)
 @click.option("--git", "use_git", is_flag=True,
               help="Also make the vault a git repository (unless it is in one) with vaultmem's merge driver "
                    "for memory notes, for `vaultmem sync` across devices.")
@@ -1168,7 +1169,7 @@ def agent_skill() -> None:
 
 
 @agent_skill.command(name="install")
-@click.argument("folder", required=False, type=click.Path(file_okay=False))
+@click.argument("folder", required=False, type=FOLDER)
 @click.option("--force", is_flag=True, help="Replace a vaultmem/SKILL.md that differs from this version.")
 @output_options
 @handle_errors

@@ -85,3 +85,47 @@ def test_a_posting_counts_what_whooshs_pool_counts(tmp_path):
         theirs.add(item)
         assert ours.currentsize == theirs.currentsize
     assert ours.current == theirs.current and ours.fieldnames == theirs.fieldnames
+
+
+def segment_files(ix):
+    """The files in an index's one segment (its compound file), by name less the segment's
+    random id, each with its bytes."""
+    (segment,) = ix._segments()
+    compound = segment.open_compound_file(ix.storage)
+    try:
+        return {name.replace(segment.segment_id(), ""): compound.open_file(name).read() for name in compound.list()}
+    finally:
+        compound.close()
+
+
+def test_lengths_from_memory_write_the_segment_byte_for_byte(tmp_path):
+    """FieldLengths hands the flush each posting's field length from lists instead of the
+    length column: the segment written is the same, byte for byte (the length of a posting's
+    field sets its block's shortest and longest), for fields absent from some documents, empty
+    ones and lengths long enough to be quantized."""
+    from whoosh.writing import SegmentWriter
+
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(300)]
+    docs = []
+    for i in range(1500):
+        doc = {"path": f"memory/stm/n{i:04d}.md", "id": f"id-{i}", "kind": "memory", "status": "active",
+               "content": " ".join(rng.choice(words) for _ in range(rng.choice([0, 1, 3, 40, 200, 2000])))}
+        if i % 3:
+            doc["entities"] = rng.choice(["Bob", "Alice Smith", ""])
+        if i > 700:
+            doc["props"] = "speaker Caroline"
+        docs.append(doc)
+    built = {}
+    for name, setup in (("column", postings.block_pool), ("memory", postings.for_rebuild)):
+        folder = tmp_path / name
+        folder.mkdir()
+        ix = idx.whoosh_storage(folder).create().create_index(idx._schema())
+        writer = SegmentWriter(ix, limitmb=4)
+        setup(writer, 4)
+        for doc in docs:
+            writer.add_document(**doc)
+        writer.commit()
+        built[name] = segment_files(ix)
+    assert {".pst", ".trm", "._content_len.col", "._entities_len.col", "._props_len.col"} <= set(built["memory"])
+    assert built["memory"] == built["column"]

@@ -696,11 +696,11 @@ class Index:
         helpers = self._rebuild_workers(items, tmp)
         limitmb = REBUILD_WRITER_MB // (helpers.workers + 1)
         writer = SegmentWriter(ix, limitmb=limitmb)  # holds the index's lock; writes the generation
-        postings.block_pool(writer, limitmb)
+        postings.for_rebuild(writer, limitmb)
 
         def another_writer() -> Any:  # for a range taken over from a worker
             extra = SegmentWriter(ix, _lk=False, limitmb=limitmb)
-            postings.block_pool(extra, limitmb)
+            postings.for_rebuild(extra, limitmb)
             return extra
 
         # Streamed: each batch of parsed notes goes to Whoosh, the catalog and the link table
@@ -1243,7 +1243,7 @@ def _rebuild_worker(conn: Any, root: Path, settings: Any, items: list[tuple[str,
 
     def new_writer() -> Any:
         writer = SegmentWriter(open_whoosh(Path(whoosh_dir)), _lk=False, limitmb=limitmb)
-        postings.block_pool(writer, limitmb)
+        postings.for_rebuild(writer, limitmb)
         return writer
 
     try:

@@ -53,7 +53,12 @@ def snapshot(store: MemoryStore) -> dict[str, object]:
         # document numbers in path order, as a serial rebuild leaves them (ties break by them)
         "docs": [fields["path"] for _doc, fields in sorted(searcher.iter_docs())],
         "hits": [ix.search(w, kinds=("memory",), statuses=None, limit=100)[0] for w in WORDS],
+        "schema": catalog_schema(db),
     }
+
+
+def catalog_schema(db) -> list[tuple[str, str, str]]:
+    return sorted(db.execute("SELECT type, name, sql FROM main.sqlite_master").fetchall(), key=repr)
 
 
 @pytest.mark.parametrize("rules", ["", "no-fork"])
@@ -78,6 +83,29 @@ def test_a_shared_rebuild_equals_one_done_alone(tmp_path, monkeypatch, rules):
     assert not [p for p in (vault / ".vaultmem").rglob("worker-*")]  # the workers' catalogs are gone
     assert store.backlinks("00000009-0000-4000-8000-000000000000")["count"] == 1
     store.close()
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_rebuilt_catalog_has_every_index(tmp_path, monkeypatch, parallel):
+    """A rebuild fills its catalog without the secondary indexes and makes them at the end:
+    the file it leaves (read before anything opens it again) has a new catalog's schema."""
+    import sqlite3
+
+    vault = big_vault(tmp_path)
+    if parallel:
+        monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
+        monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    store = MemoryStore(vault)
+    store.rebuild_index()
+    assert (store.index.parse_context is not None) == parallel
+    store.close()
+    rebuilt = sqlite3.connect(vault / ".vaultmem" / "index" / "catalog.sqlite")
+    fresh = index_module._connect(tmp_path / "fresh.sqlite")
+    assert catalog_schema(rebuilt) == catalog_schema(fresh)
+    assert {"notes_id", "notes_kind_status", "notes_episodes", "links_target", "links_dst",
+            "aliases_alias"} <= {name for _type, name, _sql in catalog_schema(rebuilt)}
+    rebuilt.close()
+    fresh.close()
 
 
 @pytest.mark.skipif(not portable.can_fork(), reason="the slowness is a monkeypatch, which only a forked worker inherits")

@@ -87,6 +87,7 @@ _FLOAT = re.compile(r"-?[0-9]+\.[0-9]+")
 # YAML 1.2 core schema's int and float forms (yamlcore's resolvers): text of this shape is a number
 _NUMERIC = re.compile(r"[-+]?(?:0o[0-7]+|0x[0-9a-fA-F]+|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
                       r"|\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))")
+_NUMBER_START = frozenset("-+.0123456789")  # what _INT, _FLOAT and _NUMERIC can begin with
 _CORE_WORDS = {"null": None, "Null": None, "NULL": None, "~": None, "true": True, "True": True, "TRUE": True,
                "false": False, "False": False, "FALSE": False}
 _NOT_SIMPLE = object()
@@ -99,23 +100,26 @@ def _plain_scalar(text: str) -> Any:
         return None
     if text[-1] == " ":
         return _NOT_SIMPLE  # trailing spaces: YAML drops them from plain text, keeps them after a quote
-    quote = text[0]
-    if quote in "\"'":  # one line, no escapes (a backslash in double quotes, '' in single ones)
+    first = text[0]
+    if first in "\"'":  # one line, no escapes (a backslash in double quotes, '' in single ones)
         inner = text[1:-1]
-        if len(text) >= 2 and text[-1] == quote and quote not in inner and inner.isprintable() \
-                and (quote == "'" or "\\" not in inner):
+        if len(text) >= 2 and text[-1] == first and first not in inner and inner.isprintable() \
+                and (first == "'" or "\\" not in inner):
             return inner
         return _NOT_SIMPLE
     if text == "[]":
         return []
     if text in _CORE_WORDS:
         return _CORE_WORDS[text]
-    if _INT.fullmatch(text):
-        return int(text)
-    if _FLOAT.fullmatch(text):
-        return float(text)
-    if _NUMERIC.fullmatch(text) or not _PLAIN_TEXT.fullmatch(text) or ": " in text or text.endswith(":"):
-        return _NOT_SIMPLE  # other numbers (0x1F, 1e3, .5), and text YAML reads otherwise
+    if first in _NUMBER_START:  # else none of the number forms can match: a word, a name
+        if _INT.fullmatch(text):
+            return int(text)
+        if _FLOAT.fullmatch(text):
+            return float(text)
+        if _NUMERIC.fullmatch(text):
+            return _NOT_SIMPLE  # other numbers (0x1F, 1e3, .5)
+    if not _PLAIN_TEXT.fullmatch(text) or ": " in text or text.endswith(":"):
+        return _NOT_SIMPLE  # text YAML reads otherwise
     return text  # dates and times stay text (parse_time reads them), as in the core schema
 
 

@@ -97,17 +97,18 @@ def for_rebuild(writer: Any, limitmb: int) -> None:
 
 class FieldLengths:
     """Each document's field lengths as the writer's `PerDocumentWriter.add_field` is given
-    them, served to `FieldWriter.add_postings` at the segment's flush from lists (see the
-    module's docstring): the per-document reader the flush asks the writer for is wrapped."""
+    them, kept as the length column keeps them (a byte per document, 0 for none: 50,000
+    documents hold 50 KB a field) and served to `FieldWriter.add_postings` at the segment's
+    flush from lists (see the module's docstring): the per-document reader the flush asks the
+    writer for is wrapped."""
 
     def __init__(self, writer: Any) -> None:
-        from whoosh.util.numeric import byte_to_length, length_to_byte
+        from whoosh.util.numeric import length_to_byte
 
-        self.by_field: dict[str, dict[int, int | None]] = {}
+        self.by_field: dict[str, bytearray] = {}
         self.docs = 0
         perdoc = writer.perdocwriter
         start_doc, add_field = perdoc.start_doc, perdoc.add_field
-        quantized: list[int | None] = [None] + [byte_to_length(b) for b in range(1, 256)]  # byte 0 reads None
         docnum = 0
 
         def starting(n: int) -> None:
@@ -118,11 +119,13 @@ class FieldLengths:
 
         def adding(fieldname: str, fieldobj: Any, value: Any, length: int) -> None:
             add_field(fieldname, fieldobj, value, length)
-            if length:  # what the column holds: the length's byte, read back as a length
-                lengths = self.by_field.get(fieldname)
-                if lengths is None:
-                    lengths = self.by_field[fieldname] = {}
-                lengths[docnum] = quantized[length_to_byte(length)]
+            if length:  # as add_field writes it into the column
+                column = self.by_field.get(fieldname)
+                if column is None:
+                    column = self.by_field[fieldname] = bytearray()
+                if len(column) <= docnum:
+                    column.extend(bytes(docnum + 1 - len(column)))
+                column[docnum] = length_to_byte(length)
 
         perdoc.start_doc, perdoc.add_field = starting, adding
         per_document_reader = writer.per_document_reader
@@ -131,19 +134,22 @@ class FieldLengths:
 
 class _Lengths:
     """A segment's per-document reader whose `doc_field_length_reader` (what add_postings asks
-    for each field) looks the lengths up in `FieldLengths`' lists."""
+    for each field) reads the lengths from `FieldLengths`' bytes, as a list made per field."""
 
     def __init__(self, reader: Any, lengths: FieldLengths) -> None:
         self._reader = reader
         self._lengths = lengths
 
     def doc_field_length_reader(self, fieldname: str, default: int = 0) -> Any:
-        written = self._lengths.by_field.get(fieldname)
-        if written is None:  # no document has this field: no length column (Whoosh's default)
+        from whoosh.util.numeric import byte_to_length
+
+        column = self._lengths.by_field.get(fieldname)
+        if column is None:  # no document has this field: no length column (Whoosh's default)
             return lambda docnum: default
-        table: list[int | None] = [None] * self._lengths.docs  # a document without it: byte 0
-        for docnum, length in written.items():
-            table[docnum] = length
+        # what the column's reader gives: the byte's length, None for byte 0 (also past the end)
+        as_length: list[int | None] = [None] + [byte_to_length(b) for b in range(1, 256)]
+        table = [as_length[b] for b in column]
+        table += [None] * (self._lengths.docs - len(table))
         return table.__getitem__
 
     def __getattr__(self, name: str) -> Any:

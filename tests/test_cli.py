@@ -212,6 +212,28 @@ def test_starting_the_cli_looks_up_few_translations():
     assert len(options) > 40 and len({id(p.type) for p in options}) == 1
 
 
+def test_commands_collect_cycles_rarely_and_the_long_running_ones_as_python_does(runner, vault_path, monkeypatch):
+    """The CLI raises the cyclic collector's first threshold (a cold search ran ~70 collections
+    walking objects that live until it ends); `watch` and `mcp`, which run for hours, put
+    Python's own thresholds back."""
+    import gc
+
+    from vaultmem import cli as cli_package
+    from vaultmem.mcp import host
+
+    assert cli_package.PYTHON_GC[0] < 50_000
+    try:
+        assert gc.get_threshold() == (50_000, *cli_package.PYTHON_GC[1:])  # set when the CLI was imported
+        invoke(runner, "watch", "--status", "--vault", str(vault_path))
+        assert gc.get_threshold() == cli_package.PYTHON_GC
+        gc.set_threshold(50_000, *cli_package.PYTHON_GC[1:])
+        monkeypatch.setattr(host, "hand_over", lambda *a, **k: 0)  # a watcher served the session
+        invoke(runner, "mcp", "--vault", str(vault_path))
+        assert gc.get_threshold() == cli_package.PYTHON_GC
+    finally:
+        gc.set_threshold(50_000, *cli_package.PYTHON_GC[1:])
+
+
 def test_config_shows_values_and_sources(runner, vault_path, monkeypatch):
     (vault_path / ".vaultmem/config.yaml").write_text("forget_threshold: 0.02\n")
     monkeypatch.setenv("CORTEXGRAPH_DECAY_MODEL", "exponential")

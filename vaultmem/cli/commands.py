@@ -21,6 +21,7 @@ from vaultmem.cli.common import (
     handle_errors,
     installed_executable,
     links_option,
+    long_running,
     open_in_obsidian,
     output_options,
     progress_for,
@@ -791,6 +792,7 @@ def watch(once: bool, show_status: bool, verbose: bool, mcp_host: bool, vault: s
       vaultmem watch --once        # from cron: */30 * * * * vaultmem watch --once
       vaultmem watch --mcp-host    # MCP clients' sessions served here, warm
     """
+    long_running()
     from vaultmem import watcher
 
     store = _store(vault)
@@ -1019,6 +1021,7 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
     """
     if ctx.invoked_subcommand is not None:
         return
+    long_running()
     from vaultmem.base.config import load_settings, resolve_vault
 
     root = resolve_vault(vault)

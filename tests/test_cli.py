@@ -218,20 +218,20 @@ def test_commands_collect_cycles_rarely_and_the_long_running_ones_as_python_does
     Python's own thresholds back."""
     import gc
 
-    from vaultmem import cli as cli_package
+    from vaultmem.cli import collector
     from vaultmem.mcp import host
 
-    assert cli_package.PYTHON_GC[0] < 50_000
+    assert collector.PYTHON[0] < 50_000
     try:
-        assert gc.get_threshold() == (50_000, *cli_package.PYTHON_GC[1:])  # set when the CLI was imported
+        assert gc.get_threshold() == (50_000, *collector.PYTHON[1:])  # set when the CLI was imported
         invoke(runner, "watch", "--status", "--vault", str(vault_path))
-        assert gc.get_threshold() == cli_package.PYTHON_GC
-        gc.set_threshold(50_000, *cli_package.PYTHON_GC[1:])
+        assert gc.get_threshold() == collector.PYTHON
+        collector.for_commands()
         monkeypatch.setattr(host, "hand_over", lambda *a, **k: 0)  # a watcher served the session
         invoke(runner, "mcp", "--vault", str(vault_path))
-        assert gc.get_threshold() == cli_package.PYTHON_GC
+        assert gc.get_threshold() == collector.PYTHON
     finally:
-        gc.set_threshold(50_000, *cli_package.PYTHON_GC[1:])
+        collector.for_commands()
 
 
 def test_config_shows_values_and_sources(runner, vault_path, monkeypatch):

@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import gc
 
-# Python's cyclic collector walks its youngest objects every 700 new ones. A command's objects
-# (the modules, functions and classes its imports make, a scan's entries) mostly live until
-# it ends: a cold `vaultmem search` of 10,000 notes ran ~70 collections (7-10 ms), none
-# finding anything. Every 50,000 new objects instead: none in a cold search. Objects without
-# cycles are freed at their last reference as ever; the commands that run for hours (`watch`,
-# `mcp`) put Python's own thresholds back (common.long_running).
-PYTHON_GC = gc.get_threshold()
-gc.set_threshold(50_000, *PYTHON_GC[1:])
+from vaultmem.cli import collector
+
+collector.for_commands()  # before the imports: see collector.py
 
 import click  # noqa: E402
 

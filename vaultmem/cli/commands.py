@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from vaultmem.base.config import TOOL_PROFILES
+from vaultmem.cli.collector import long_running
 from vaultmem.cli.common import (
     FOLDER,
     _store,
@@ -21,7 +22,6 @@ from vaultmem.cli.common import (
     handle_errors,
     installed_executable,
     links_option,
-    long_running,
     open_in_obsidian,
     output_options,
     progress_for,

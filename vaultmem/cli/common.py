@@ -34,16 +34,6 @@ def _store(vault: str | None, quiet: bool = False) -> Any:
 FOLDER = click.Path(file_okay=False)
 
 
-def long_running() -> None:
-    """Python's own thresholds for the cyclic collector, in a command that runs for hours (a
-    server, the watcher): the CLI's are for commands that end (vaultmem.cli.PYTHON_GC)."""
-    import gc
-
-    from vaultmem.cli import PYTHON_GC
-
-    gc.set_threshold(*PYTHON_GC)
-
-
 def vault_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--vault", "vault", type=FOLDER, envvar="VAULTMEM_VAULT",

@@ -431,7 +431,8 @@ def test_the_scan_finds_the_same_notes_through_a_folder_descriptor_or_by_path(tm
     root = tmp_path / "v"
     for rel in ("memory/stm/a.md", "memory/ltm/Ünïcode ñame.md", "Projects/deep/er/still.md", "top.md",
                 "memory/stm/.a.md.vaultmem-tmp-123-x", "Boards/plan.canvas", ".obsidian/workspace.md",
-                "node_modules/pkg/readme.md", ".hidden.md", "memory/stm/not-a-note.txt"):
+                "node_modules/pkg/readme.md", ".hidden.md", "memory/stm/not-a-note.txt",
+                "Old notes.md/inside.md"):  # a folder whose name ends in .md is walked into
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("x" * len(rel), encoding="utf-8")
     (root / "memory/stm/link.md").symlink_to(root / "top.md")  # a symlink is not a note
@@ -439,7 +440,8 @@ def test_the_scan_finds_the_same_notes_through_a_folder_descriptor_or_by_path(tm
     monkeypatch.setattr(vaultmod, "_STAT_AT", stat_at and vaultmod._STAT_AT)
     store = MemoryStore(root)
     found = store.vault.scan()
-    assert sorted(found) == ["Projects/deep/er/still.md", "memory/ltm/Ünïcode ñame.md", "memory/stm/a.md", "top.md"]
+    assert sorted(found) == ["Old notes.md/inside.md", "Projects/deep/er/still.md", "memory/ltm/Ünïcode ñame.md",
+                             "memory/stm/a.md", "top.md"]
     for rel, (mtime_ns, size) in found.items():
         st = os.stat(root / rel)
         assert (mtime_ns, size) == (st.st_mtime_ns, st.st_size)

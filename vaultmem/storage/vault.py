@@ -218,18 +218,19 @@ class Vault:
             prefix = rel + "/" if rel else ""
             for entry in _listed(folder):
                 name = entry.name
-                if name.startswith("."):
+                if name[0] == ".":
                     if TMP_MARK in name:
                         temp.append(os.path.join(folder, name))
                     continue
                 try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if name not in SKIP_DIRS:
-                            stack.append(prefix + name)
-                    elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    # a note first: most entries are (a folder named `x.md` goes on to is_dir)
+                    if name.endswith(".md") and entry.is_file(follow_symlinks=False):
                         if notes:
                             st = entry.stat(follow_symlinks=False)
                             found[prefix + name] = (st.st_mtime_ns, st.st_size)
+                    elif entry.is_dir(follow_symlinks=False):
+                        if name not in SKIP_DIRS:
+                            stack.append(prefix + name)
                     elif name.endswith(canvas.SUFFIX) and entry.is_file(follow_symlinks=False):
                         canvases.append(prefix + name)
                 except OSError:

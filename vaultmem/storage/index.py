@@ -684,10 +684,6 @@ class Index:
     def _rebuild_locked(self, progress: Any) -> SyncReport:
         import shutil
 
-        from whoosh.writing import SegmentWriter
-
-        from vaultmem.storage import postings
-
         self.dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.dir.with_name("index.building")
         old = self.dir.with_name("index.old")
@@ -700,14 +696,8 @@ class Index:
         db = _connect(tmp / "catalog.sqlite", indexes=False)  # made once the rows are in
         helpers = self._rebuild_workers(items, tmp)
         limitmb = REBUILD_WRITER_MB // (helpers.workers + 1)
-        writer = SegmentWriter(ix, limitmb=limitmb)  # holds the index's lock; writes the generation
-        postings.for_rebuild(writer, limitmb)
-
-        def another_writer() -> Any:  # for a range taken over from a worker
-            extra = SegmentWriter(ix, _lk=False, limitmb=limitmb)
-            postings.for_rebuild(extra, limitmb)
-            return extra
-
+        writer = _rebuild_writer(ix, limitmb, lock=True)  # holds the index's lock; writes the generation
+        another_writer = functools.partial(_rebuild_writer, ix, limitmb)  # for a range taken over from a worker
         # Streamed: each batch of parsed notes goes to Whoosh, the catalog and the link table
         # and is dropped; links are resolved once at the end, from the table.
         db.execute("PRAGMA synchronous=OFF")  # a building index: a crash just rebuilds it again
@@ -1144,8 +1134,23 @@ def _index_share(vault: Vault, items: list[tuple[str, tuple[int, int]]], shares:
 
 
 def _claimed(items: list[tuple[str, tuple[int, int]]], shares: Shares, p: int) -> Iterator[tuple[str, tuple[int, int]]]:
+    """The notes process `p` claims of `items`, `CLAIM` at a time, until its range runs out."""
     while chunk := shares.claim(p, CLAIM):
         yield from items[chunk.start:chunk.stop]
+
+
+def _rebuild_writer(ix: Any, limitmb: int, lock: bool = False) -> Any:
+    """A Whoosh segment writer for a rebuild (`postings.for_rebuild`) of at most `limitmb` MB of
+    postings in memory; with `lock`, the one that holds the index's lock and writes the generation."""
+    from whoosh.writing import SegmentWriter
+
+    from vaultmem.storage import postings
+
+    writer = SegmentWriter(ix, _lk=lock, limitmb=limitmb)
+    postings.for_rebuild(writer, limitmb)
+    return writer
+
+
 class RebuildWorkers:
     """Worker processes that each rebuild part of the notes, as the main process does with
     its own (`_index_share`): parse, index into Whoosh segments of their own, and write
@@ -1243,16 +1248,8 @@ def _rebuild_worker(conn: Any, root: Path, settings: Any, items: list[tuple[str,
     """One `RebuildWorkers` worker, process `p` of `shares`: its ranges of the notes parsed,
     indexed into segments of its own and written to a catalog of its own; sends ("done",
     [(range start, segment)], malformed)."""
-    from whoosh.writing import SegmentWriter
-
-    from vaultmem.storage import postings
-
-    def new_writer() -> Any:
-        writer = SegmentWriter(open_whoosh(Path(whoosh_dir)), _lk=False, limitmb=limitmb)
-        postings.for_rebuild(writer, limitmb)
-        return writer
-
     try:
+        new_writer = functools.partial(_rebuild_writer, open_whoosh(Path(whoosh_dir)), limitmb)
         vault = Vault(root, settings)
         db = _connect(Path(db_path), indexes=False)  # its rows are copied out, never looked up
         db.execute("PRAGMA synchronous=OFF")

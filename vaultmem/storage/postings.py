@@ -106,16 +106,13 @@ class FieldLengths:
         from whoosh.util.numeric import length_to_byte
 
         self.by_field: dict[str, bytearray] = {}
-        self.docs = 0
+        self.docs = 0  # documents started; the one being added is the last
         perdoc = writer.perdocwriter
         start_doc, add_field = perdoc.start_doc, perdoc.add_field
-        docnum = 0
 
-        def starting(n: int) -> None:
-            nonlocal docnum
-            start_doc(n)
-            docnum = n
-            self.docs = n + 1
+        def starting(docnum: int) -> None:
+            start_doc(docnum)
+            self.docs = docnum + 1
 
         def adding(fieldname: str, fieldobj: Any, value: Any, length: int) -> None:
             add_field(fieldname, fieldobj, value, length)
@@ -123,9 +120,9 @@ class FieldLengths:
                 column = self.by_field.get(fieldname)
                 if column is None:
                     column = self.by_field[fieldname] = bytearray()
-                if len(column) <= docnum:
-                    column.extend(bytes(docnum + 1 - len(column)))
-                column[docnum] = length_to_byte(length)
+                if len(column) < self.docs:
+                    column.extend(bytes(self.docs - len(column)))
+                column[self.docs - 1] = length_to_byte(length)
 
         perdoc.start_doc, perdoc.add_field = starting, adding
         per_document_reader = writer.per_document_reader

@@ -793,6 +793,9 @@ def watch(once: bool, show_status: bool, verbose: bool, mcp_host: bool, vault: s
       vaultmem watch --mcp-host    # MCP clients' sessions served here, warm
     """
     long_running()
+    from vaultmem.mcp.lean import stdio_only
+
+    stdio_only()
     from vaultmem import watcher
 
     store = _store(vault)
@@ -1022,6 +1025,9 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
     if ctx.invoked_subcommand is not None:
         return
     long_running()
+    from vaultmem.mcp.lean import stdio_only
+
+    stdio_only()
     from vaultmem.base.config import load_settings, resolve_vault
 
     root = resolve_vault(vault)

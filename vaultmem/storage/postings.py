@@ -89,10 +89,78 @@ def block_pool(writer: Any, limitmb: int) -> None:
 
 
 def for_rebuild(writer: Any, limitmb: int) -> None:
-    """Set up a fresh `SegmentWriter` (nothing added yet) for a rebuild: a `BlockPool` and
-    `FieldLengths`."""
+    """Set up a fresh `SegmentWriter` (nothing added yet) for a rebuild: a `BlockPool`,
+    `FieldLengths` and `DocumentAdder`."""
     block_pool(writer, limitmb)
     FieldLengths(writer)
+    DocumentAdder.install(writer)
+
+
+class DocumentAdder:
+    """`SegmentWriter.add_document` for a rebuild's writer, for a schema whose fields have no
+    term vectors, spelling fields or columns (vaultmem's): the same postings and per-document
+    calls, without what serves other schemas on every document (sorting the field names,
+    checking them, boost lookups) and with each posting put in the pool inline rather than by
+    a call (~17 a note), its runs cut where `BlockPool.add` cuts them. (The cut matters to the
+    bytes: a run's postings come back from `marshal` sharing their equal values where the
+    same object was written, as `analysis.Text` hands out for a word at one position, and
+    the segment's blocks pickle a shared value once.) Anything else (a field not in the
+    schema, a `_boost`) goes to Whoosh's own `add_document`. The segment is the same, byte
+    for byte (tests/test_postings_pool.py)."""
+
+    def __init__(self, writer: Any, plan: list[tuple[str, Any, bool, bool, bool]]) -> None:
+        self.writer = writer
+        self.plan = plan
+        self.names = frozenset(name for name, *_ in plan)
+        self.whoosh = writer.add_document
+
+    @classmethod
+    def install(cls, writer: Any) -> None:
+        """Make `writer.add_document` this one's, when its schema allows (else leave Whoosh's)."""
+        schema = writer.schema
+        plan = []
+        for name in sorted(schema.names()):
+            field = schema[name]
+            if field.vector or field.separate_spelling() or field.column_type:
+                return
+            plan.append((name, field, bool(field.indexed), bool(field.scorable), bool(field.stored)))
+        writer.add_document = cls(writer, plan).add
+
+    def add(self, **fields: Any) -> None:
+        if not fields.keys() <= self.names:  # a field not in the schema, a `_boost`, a `_stored_` value
+            self.whoosh(**fields)
+            return
+        writer = self.writer
+        writer._check_state()
+        pool, perdoc, docnum = writer.pool, writer.perdocwriter, writer.docnum
+        current, size, limit, fieldnames = pool.current, pool.currentsize, pool.limit, pool.fieldnames
+        perdoc.start_doc(docnum)
+        try:
+            for name, field, indexed, scorable, stored in self.plan:
+                value = fields.get(name)
+                if value is None:  # absent or None: nothing, as Whoosh does
+                    continue
+                length = 0
+                if indexed:
+                    fixed = _POSTING_BYTES + len(name)
+                    for tbytes, freq, weight, vbytes in field.index(value):
+                        if scorable:
+                            length += freq
+                        size += fixed + 2 * len(tbytes) + (len(vbytes) if vbytes else 0)
+                        if size > limit:  # a run cut where Whoosh's pool cuts it (see BlockPool.add)
+                            pool.save()
+                            current, size = pool.current, 0
+                        current.append((name, tbytes, docnum, weight * 1.0, vbytes))  # * the document's boost
+                        fieldnames.add(name)
+                perdoc.add_field(name, field, value if stored else None, length)
+        except ValueError:
+            pool.currentsize = size
+            perdoc.cancel_doc()
+            raise
+        pool.currentsize = size
+        perdoc.finish_doc()
+        writer._added = True
+        writer.docnum += 1
 
 
 class FieldLengths:

@@ -133,8 +133,8 @@ def test_lengths_from_memory_write_the_segment_byte_for_byte(tmp_path):
 
 def test_a_rebuilds_add_document_writes_whooshs_segment_byte_for_byte(tmp_path):
     """postings.DocumentAdder (a rebuild writer's add_document) gives the segment Whoosh's
-    add_document gives, byte for byte: every field of vaultmem's schema, None and empty
-    values, absent fields, postings spilled to several runs (cut at other places: the merge
+    add_document gives, byte for byte: every field of vaultmem's schema (the ID fields'
+    one term made directly), None and empty values, accents and CJK, absent fields, postings spilled to several runs (cut at other places: the merge
     puts them in the same order), and a document with a `_boost`, which goes to Whoosh's."""
     from whoosh.writing import SegmentWriter
 
@@ -142,7 +142,8 @@ def test_a_rebuilds_add_document_writes_whooshs_segment_byte_for_byte(tmp_path):
     words = [f"w{i}" for i in range(500)] + ["Zürich", "café", "東京", "l'été", "the", "running"]
     docs = []
     for i in range(3000):
-        doc = {"path": f"memory/stm/n{i:04d}.md", "id": f"id-{i}", "kind": rng.choice(["memory", "note"]),
+        doc = {"path": f"memory/stm/n{i:04d}{rng.choice(['', ' Café', '東京', ' '])}.md",
+               "id": rng.choice([f"id-{i}", ""]), "kind": rng.choice(["memory", "note"]),
                "status": rng.choice(["active", "promoted", ""]),
                "title": rng.choice(["", "Weekly review", "w1 w2 w1"]),
                "content": " ".join(rng.choice(words) for _ in range(rng.choice([0, 1, 5, 40, 300]))),

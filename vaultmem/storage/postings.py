@@ -108,7 +108,7 @@ class DocumentAdder:
     schema, a `_boost`) goes to Whoosh's own `add_document`. The segment is the same, byte
     for byte (tests/test_postings_pool.py)."""
 
-    def __init__(self, writer: Any, plan: list[tuple[str, Any, bool, bool, bool]]) -> None:
+    def __init__(self, writer: Any, plan: list[tuple[str, Any, bool, bool, bool, float | None]]) -> None:
         self.writer = writer
         self.plan = plan
         self.names = frozenset(name for name, *_ in plan)
@@ -117,13 +117,22 @@ class DocumentAdder:
     @classmethod
     def install(cls, writer: Any) -> None:
         """Make `writer.add_document` this one's, when its schema allows (else leave Whoosh's)."""
+        from whoosh.analysis import IDTokenizer
+        from whoosh.fields import ID
+        from whoosh.formats import Existence
+
         schema = writer.schema
-        plan = []
+        plan: list[tuple[str, Any, bool, bool, bool, float | None]] = []
         for name in sorted(schema.names()):
             field = schema[name]
             if field.vector or field.separate_spelling() or field.column_type:
                 return
-            plan.append((name, field, bool(field.indexed), bool(field.scorable), bool(field.stored)))
+            # An ID field (path, id, kind, status) indexes a text as its one term: Whoosh
+            # yields (the text's UTF-8, 1, the field's boost, b"") through a tokenizer, a set
+            # and two generators; the boost here says to make that posting directly.
+            whole = (field.format.field_boost if type(field) is ID and type(field.analyzer) is IDTokenizer
+                     and type(field.format) is Existence else None)
+            plan.append((name, field, bool(field.indexed), bool(field.scorable), bool(field.stored), whole))
         writer.add_document = cls(writer, plan).add
 
     def add(self, **fields: Any) -> None:
@@ -136,14 +145,16 @@ class DocumentAdder:
         current, size, limit, fieldnames = pool.current, pool.currentsize, pool.limit, pool.fieldnames
         perdoc.start_doc(docnum)
         try:
-            for name, field, indexed, scorable, stored in self.plan:
+            for name, field, indexed, scorable, stored, whole in self.plan:
                 value = fields.get(name)
                 if value is None:  # absent or None: nothing, as Whoosh does
                     continue
                 length = 0
                 if indexed:
                     fixed = _POSTING_BYTES + len(name)
-                    for tbytes, freq, weight, vbytes in field.index(value):
+                    terms = (((value.encode("utf-8"), 1, whole, b""),) if whole is not None and type(value) is str
+                             else field.index(value))
+                    for tbytes, freq, weight, vbytes in terms:
                         if scorable:
                             length += freq
                         size += fixed + 2 * len(tbytes) + (len(vbytes) if vbytes else 0)

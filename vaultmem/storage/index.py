@@ -210,7 +210,8 @@ def read_record(vault: Vault, rel: str, fingerprint: tuple[int, int]) -> Record:
         base.error = f"file is {size:,} bytes, over max_note_bytes ({vault.settings.max_note_bytes:,}); skipped"
         return base
     try:
-        raw = (vault.root / rel).read_bytes()
+        with open(os.path.join(str(vault.root), rel), "rb") as fh:  # a Path and read_bytes: ~8 us more a note
+            raw = fh.read()
     except OSError as exc:
         base.error = f"cannot read file: {exc.strerror or exc}"
         return base

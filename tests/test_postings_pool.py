@@ -133,9 +133,10 @@ def test_lengths_from_memory_write_the_segment_byte_for_byte(tmp_path):
 
 def test_a_rebuilds_add_document_writes_whooshs_segment_byte_for_byte(tmp_path):
     """postings.DocumentAdder (a rebuild writer's add_document) gives the segment Whoosh's
-    add_document gives, byte for byte: every field of vaultmem's schema (the ID fields'
-    one term made directly), None and empty values, accents and CJK, absent fields, postings spilled to several runs (cut at other places: the merge
-    puts them in the same order), and a document with a `_boost`, which goes to Whoosh's."""
+    add_document gives, byte for byte: every field of vaultmem's schema (the ID fields' one
+    term made directly), None and empty values, accents and CJK, absent fields, postings
+    spilled to several runs (cut at the same posting: a run's shared values pickle once), and
+    a document with a `_boost`, which goes to Whoosh's."""
     from whoosh.writing import SegmentWriter
 
     rng = random.Random(23)

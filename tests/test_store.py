@@ -453,3 +453,26 @@ def test_warm_opens_the_index_and_reads_nothing_into_the_notes(store, vault_path
     store.vault.scan = lambda *a, **k: scans.append(1) or {}
     assert [r["content"] for r in store.search("deploys")["results"]] == ["Deploys go out on Tuesdays"]
     assert scans == []
+
+
+def test_properties_read_from_the_catalog_are_each_records_own(store):
+    """A search reads up to 110 memories' properties from the catalog; flat ones repeat and are
+    parsed once per process (`index._props_of`). Each record still gets its own dict: one
+    changed does not change another's or the next read, nested values included."""
+    from vaultmem.storage import index as idx
+
+    a = store.resolve(store.save("Standup moved to 9:30", meta={"project": "apollo", "points": 3})["memory_id"])
+    b = store.resolve(store.save("Retro moved to Friday", meta={"project": "apollo", "points": 3})["memory_id"])
+    c = store.resolve(store.save("Demo moved to Monday", meta={"owners": ["ana", "bo"]})["memory_id"])
+    flat = {"project": "apollo", "points": 3, "urgency": "reference", "domain": "project"}
+    for read in (store.index.rank_records, store.index.by_paths):
+        first = read([a.path, b.path, c.path])
+        assert first[a.path].props == first[b.path].props == flat
+        assert first[c.path].props["owners"] == ["ana", "bo"]
+        first[a.path].props["points"] = 99
+        first[c.path].props["owners"].append("cy")
+        again = read([a.path, c.path])
+        assert again[a.path].props == flat and first[b.path].props == flat
+        assert again[c.path].props["owners"] == ["ana", "bo"]
+    assert any(known == flat for known in idx._FLAT_PROPS.values())
+    assert not any("owners" in known for known in idx._FLAT_PROPS.values())  # not flat: parsed each time

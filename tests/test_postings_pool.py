@@ -98,13 +98,28 @@ def segment_files(ix):
         compound.close()
 
 
+def write_segment(folder, docs, setup, limitmb):
+    """One segment of `docs` written by a SegmentWriter that `setup` prepared: its files (as
+    `segment_files`), the runs its pool spilled, and whether DocumentAdder added the documents."""
+    from whoosh.writing import SegmentWriter
+
+    folder.mkdir()
+    ix = idx.whoosh_storage(folder).create().create_index(idx._schema())
+    writer = SegmentWriter(ix, limitmb=limitmb)
+    setup(writer, limitmb)
+    adder = isinstance(getattr(writer.add_document, "__self__", None), postings.DocumentAdder)
+    for doc in docs:
+        writer.add_document(**doc)
+    runs = len(writer.pool.runs)
+    writer.commit()
+    return segment_files(ix), runs, adder
+
+
 def test_lengths_from_memory_write_the_segment_byte_for_byte(tmp_path):
     """FieldLengths hands the flush each posting's field length from lists instead of the
     length column: the segment written is the same, byte for byte (the length of a posting's
     field sets its block's shortest and longest), for fields absent from some documents, empty
     ones and lengths long enough to be quantized."""
-    from whoosh.writing import SegmentWriter
-
     rng = random.Random(11)
     words = [f"w{i}" for i in range(300)]
     docs = []
@@ -116,17 +131,8 @@ def test_lengths_from_memory_write_the_segment_byte_for_byte(tmp_path):
         if i > 700:
             doc["props"] = "speaker Caroline"
         docs.append(doc)
-    built = {}
-    for name, setup in (("column", postings.block_pool), ("memory", postings.for_rebuild)):
-        folder = tmp_path / name
-        folder.mkdir()
-        ix = idx.whoosh_storage(folder).create().create_index(idx._schema())
-        writer = SegmentWriter(ix, limitmb=4)
-        setup(writer, 4)
-        for doc in docs:
-            writer.add_document(**doc)
-        writer.commit()
-        built[name] = segment_files(ix)
+    built = {name: write_segment(tmp_path / name, docs, setup, 4)[0]
+             for name, setup in (("column", postings.block_pool), ("memory", postings.for_rebuild))}
     assert {".pst", ".trm", "._content_len.col", "._entities_len.col", "._props_len.col"} <= set(built["memory"])
     assert built["memory"] == built["column"]
 
@@ -137,8 +143,6 @@ def test_a_rebuilds_add_document_writes_whooshs_segment_byte_for_byte(tmp_path):
     term made directly), None and empty values, accents and CJK, absent fields, postings
     spilled to several runs (cut at the same posting: a run's shared values pickle once), and
     a document with a `_boost`, which goes to Whoosh's."""
-    from whoosh.writing import SegmentWriter
-
     rng = random.Random(23)
     words = [f"w{i}" for i in range(500)] + ["Zürich", "café", "東京", "l'été", "the", "running"]
     docs = []
@@ -155,19 +159,10 @@ def test_a_rebuilds_add_document_writes_whooshs_segment_byte_for_byte(tmp_path):
             del doc["props"]
         docs.append(doc)
     docs[7] = {**docs[7], "_boost": 2.0}
-    built, runs = {}, {}
+    built, runs, adder = {}, {}, {}
     for name, setup in (("whoosh", postings.block_pool), ("rebuild", postings.for_rebuild)):
-        folder = tmp_path / name
-        folder.mkdir()
-        ix = idx.whoosh_storage(folder).create().create_index(idx._schema())
-        writer = SegmentWriter(ix, limitmb=1)
-        setup(writer, 1)
-        assert isinstance(getattr(writer.add_document, "__self__", None), postings.DocumentAdder) == (name == "rebuild")
-        for doc in docs:
-            writer.add_document(**doc)
-        runs[name] = len(writer.pool.runs)
-        writer.commit()
-        built[name] = segment_files(ix)
+        built[name], runs[name], adder[name] = write_segment(tmp_path / name, docs, setup, 1)
+    assert adder == {"whoosh": False, "rebuild": True}
     assert runs["rebuild"] >= 2 and runs["whoosh"] >= 2
     assert {".pst", ".trm", "._content_len.col", "._tags_len.col"} <= set(built["rebuild"]), sorted(built["rebuild"])
     assert built["rebuild"] == built["whoosh"]

@@ -42,6 +42,15 @@ from vaultmem.core.model import (
 from vaultmem.text import format_unified
 
 
+def _serving_for_hours() -> None:
+    """What `watch` and `mcp`, which serve for hours, set first: Python's collector thresholds
+    back (cli/collector.py), and no uvicorn for the MCP SDK's stdio sessions (mcp/lean.py)."""
+    from vaultmem.mcp.lean import stdio_only
+
+    long_running()
+    stdio_only()
+
+
 @click.command()
 @click.argument("path", required=False, type=FOLDER)
 @click.option("--git", "use_git", is_flag=True,
@@ -792,10 +801,7 @@ def watch(once: bool, show_status: bool, verbose: bool, mcp_host: bool, vault: s
       vaultmem watch --once        # from cron: */30 * * * * vaultmem watch --once
       vaultmem watch --mcp-host    # MCP clients' sessions served here, warm
     """
-    long_running()
-    from vaultmem.mcp.lean import stdio_only
-
-    stdio_only()
+    _serving_for_hours()
     from vaultmem import watcher
 
     store = _store(vault)
@@ -1024,10 +1030,7 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
     """
     if ctx.invoked_subcommand is not None:
         return
-    long_running()
-    from vaultmem.mcp.lean import stdio_only
-
-    stdio_only()
+    _serving_for_hours()
     from vaultmem.base.config import load_settings, resolve_vault
 
     root = resolve_vault(vault)

@@ -15,6 +15,7 @@ and also runs sse_starlette under uvicorn keeps the patch.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from types import FrameType
 from typing import Any
@@ -30,7 +31,8 @@ class SkipUvicornForSSE:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if name != _SKIPPED or _importer(sys._getframe(1)) != _IMPORTER:
             return None
-        with_out(self)
+        with contextlib.suppress(ValueError):  # once: sse_starlette is imported once
+            sys.meta_path.remove(self)
         raise ModuleNotFoundError(f"No module named {name!r} (skipped: vaultmem serves MCP over stdio)", name=name)
 
 
@@ -38,15 +40,10 @@ def _importer(frame: FrameType | None) -> str | None:
     """The module whose code is importing: the first frame outside the import system."""
     while frame is not None:
         module = frame.f_globals.get("__name__")
-        if module not in ("importlib._bootstrap", "importlib._bootstrap_external", __name__):
+        if module not in ("importlib._bootstrap", "importlib._bootstrap_external"):
             return module if isinstance(module, str) else None
         frame = frame.f_back
     return None
-
-
-def with_out(finder: object) -> None:
-    if finder in sys.meta_path:
-        sys.meta_path.remove(finder)
 
 
 def stdio_only() -> None:

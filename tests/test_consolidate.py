@@ -350,6 +350,7 @@ def test_clustering_reads_the_catalog_not_the_files(store, fx, monkeypatch):
         raise AssertionError("clustering re-read a note file")
 
     monkeypatch.setattr(index_module, "read_record", no_reads)
+    monkeypatch.setattr(index_module, "read_opened", no_reads)
     monkeypatch.setattr(index_module, "record_from_text", no_reads)
     assert store.cluster(threshold=0.7)["clusters_found"] == 3
     assert store.cluster(find_duplicates=True)["duplicates_found"] == 1

@@ -116,17 +116,17 @@ def test_the_faster_process_takes_over_the_slower_ones_range(tmp_path, monkeypat
     store.rebuild_index()
     expected = snapshot(store)
     main = os.getpid()
-    real = index_module.read_record
+    real = index_module.read_opened
     parsed_here: list[str] = []
 
-    def uneven(vault_, rel, fingerprint):
+    def uneven(vault_, rel, fd):
         if (os.getpid() == main) == (slow == "main"):
             time.sleep(0.02)
         if os.getpid() == main:
             parsed_here.append(rel)
-        return real(vault_, rel, fingerprint)
+        return real(vault_, rel, fd)
 
-    monkeypatch.setattr(index_module, "read_record", uneven)  # forked workers inherit it
+    monkeypatch.setattr(index_module, "read_opened", uneven)  # forked workers inherit it
     monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
     monkeypatch.setattr(index_module, "TAKE_OVER_MIN", 4)
     monkeypatch.setattr(index_module, "CLAIM", 2)
@@ -219,19 +219,20 @@ def test_a_failing_worker_stops_the_rebuild_and_keeps_the_index(tmp_path, monkey
     store.rebuild_index()
     before = snapshot(store)
     files = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".vaultmem" not in p.parts}
-    real = index_module.read_record
+    real = index_module.read_opened
 
-    def failing(vault_, rel, fingerprint):
+    def failing(vault_, rel, fd):
         if rel == "memory/stm/m100.md":
+            os.close(fd)
             raise MemoryError("out of memory")
-        return real(vault_, rel, fingerprint)
+        return real(vault_, rel, fd)
 
-    monkeypatch.setattr(index_module, "read_record", failing)  # forked workers inherit it
+    monkeypatch.setattr(index_module, "read_opened", failing)  # forked workers inherit it
     monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     with pytest.raises(RuntimeError, match=r"^a rebuild worker failed: MemoryError: out of memory"):
         store.rebuild_index()
-    monkeypatch.setattr(index_module, "read_record", real)
+    monkeypatch.setattr(index_module, "read_opened", real)
     store.close()
     store = MemoryStore(vault)
     assert snapshot(store) == before
@@ -284,7 +285,7 @@ def snapshot_of_a_fresh_rebuild(vault: Path, tmp_path: Path) -> dict[str, object
 
 @pytest.mark.skipif(not hasattr(os, "posix_fadvise") or not Path("/proc/self/fd").is_dir(),
                     reason="posix_fadvise and /proc: Linux")
-def test_read_ahead_asks_for_each_file_before_its_turn_and_never_blocks(tmp_path, monkeypatch):
+def test_open_ahead_opens_each_file_before_its_turn_and_never_blocks(tmp_path, monkeypatch):
     from vaultmem.base.config import Settings
     from vaultmem.storage.vault import Vault
 
@@ -293,7 +294,7 @@ def test_read_ahead_asks_for_each_file_before_its_turn_and_never_blocks(tmp_path
     names = [f"n{k}.md" for k in range(10)]
     for name in names:
         (root / name).write_text(name)
-    (root / "n3.md").unlink()  # gone since the scan: its read says so, not the read-ahead
+    (root / "n3.md").unlink()  # gone since the scan: handed out with its error
     (root / "n5.md").unlink()
     os.mkfifo(root / "n5.md")  # an open for reading would wait for a writer without O_NONBLOCK
     advised: list[str] = []
@@ -305,11 +306,57 @@ def test_read_ahead_asks_for_each_file_before_its_turn_and_never_blocks(tmp_path
         real(fd, offset, length, advice)  # ESPIPE for the FIFO: ignored
 
     monkeypatch.setattr(os, "posix_fadvise", spy)
-    items = [(name, k) for k, name in enumerate(names)]
     seen = []
-    for item in Vault(root, Settings()).read_ahead(items, lambda i: i[0], window=3):
-        seen.append(item)
-        # by an item's turn, the files up to three places later were asked for, in order
+    for rel, fd in Vault(root, Settings()).open_ahead(names, window=3):
+        seen.append(rel)
+        # by a file's turn, the files up to three places later were opened and asked for, in order
         assert advised == [n for n in names[:len(seen) + 3] if n != "n3.md"]
-    assert seen == items
-    assert list(Vault(root, Settings()).read_ahead([], str)) == []
+        if rel == "n3.md":
+            assert isinstance(fd, FileNotFoundError)
+            continue
+        assert os.path.basename(os.readlink(f"/proc/self/fd/{fd}")) == rel
+        if rel != "n5.md":
+            assert os.read(fd, 100) == rel.encode()
+        os.close(fd)
+    assert seen == names
+    assert list(Vault(root, Settings()).open_ahead([])) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="/proc: Linux")
+def test_open_ahead_closes_what_it_did_not_hand_out_when_the_loop_stops(tmp_path):
+    from vaultmem.base.config import Settings
+    from vaultmem.storage.vault import Vault
+
+    for k in range(20):
+        (tmp_path / f"n{k}.md").write_text("x")
+    before = len(os.listdir("/proc/self/fd"))
+    ahead = Vault(tmp_path, Settings()).open_ahead([f"n{k}.md" for k in range(20)], window=8)
+    rel, fd = next(ahead)
+    assert len(os.listdir("/proc/self/fd")) == before + 9  # the one handed out and 8 ahead
+    ahead.close()
+    os.close(fd)
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_rebuild_reads_each_note_by_its_open_descriptor_with_the_scans_fingerprint(tmp_path, monkeypatch):
+    from vaultmem.storage import index as idx
+    from vaultmem.storage.vault import UNSTATED, Vault
+
+    vault = big_vault(tmp_path)
+    store = MemoryStore(vault)
+    real_scan = Vault.scan
+
+    def a_note_gone_since(self, notes=True, stat=True):  # deleted between the walk and its read
+        found = real_scan(self, notes, stat)
+        return {**found, "memory/stm/gone.md": UNSTATED} if not stat else found
+
+    monkeypatch.setattr(Vault, "scan", a_note_gone_since)
+    report = store.index.rebuild()
+    monkeypatch.setattr(Vault, "scan", real_scan)
+    assert ("memory/stm/gone.md", "cannot read file: No such file or directory") in report.malformed
+    rows = {p: (m, s) for p, m, s in store.index.db.execute("SELECT path, mtime_ns, size FROM notes")}
+    assert rows.pop("memory/stm/gone.md") == (0, 0)
+    assert rows == store.vault.scan()  # every other note's fingerprint is the one a scan sees
+    assert store.index.sync().removed == 1
+    assert idx.read_opened(store.vault, "x.md", PermissionError(13, "Permission denied")).error == (
+        "cannot read file: Permission denied")

@@ -19,9 +19,16 @@ hands them to the flush from lists.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import marshal
+import operator
+import pickle
+import re
 import struct
-from collections.abc import Iterable, Iterator
+import zlib
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from whoosh.writing import PostingPool
@@ -90,10 +97,11 @@ def block_pool(writer: Any, limitmb: int) -> None:
 
 def for_rebuild(writer: Any, limitmb: int) -> None:
     """Set up a fresh `SegmentWriter` (nothing added yet) for a rebuild: a `BlockPool`,
-    `FieldLengths` and `DocumentAdder`."""
+    `FieldLengths`, `DocumentAdder` and `TermWriter`."""
     block_pool(writer, limitmb)
     FieldLengths(writer)
     DocumentAdder.install(writer)
+    TermWriter.install(writer)
 
 
 class DocumentAdder:
@@ -108,7 +116,7 @@ class DocumentAdder:
     schema, a `_boost`) goes to Whoosh's own `add_document`. The segment is the same, byte
     for byte (tests/test_postings_pool.py)."""
 
-    def __init__(self, writer: Any, plan: list[tuple[str, Any, bool, bool, bool, float | None]]) -> None:
+    def __init__(self, writer: Any, plan: list[tuple[str, Any, bool, bool, bool, Callable[[str], Any] | None]]) -> None:
         self.writer = writer
         self.plan = plan
         self.names = frozenset(name for name, *_ in plan)
@@ -118,21 +126,24 @@ class DocumentAdder:
     def install(cls, writer: Any) -> None:
         """Make `writer.add_document` this one's, when its schema allows (else leave Whoosh's)."""
         from whoosh.analysis import IDTokenizer
-        from whoosh.fields import ID
+        from whoosh.fields import ID, KEYWORD
         from whoosh.formats import Existence
 
         schema = writer.schema
-        plan: list[tuple[str, Any, bool, bool, bool, float | None]] = []
+        plan: list[tuple[str, Any, bool, bool, bool, Callable[[str], Any] | None]] = []
         for name in sorted(schema.names()):
             field = schema[name]
             if field.vector or field.separate_spelling() or field.column_type:
                 return
-            # An ID field (path, id, kind, status) indexes a text as its one term: Whoosh
-            # yields (the text's UTF-8, 1, the field's boost, b"") through a tokenizer, a set
-            # and two generators; the boost here says to make that posting directly.
-            whole = (field.format.field_boost if type(field) is ID and type(field.analyzer) is IDTokenizer
-                     and type(field.format) is Existence else None)
-            plan.append((name, field, bool(field.indexed), bool(field.scorable), bool(field.stored), whole))
+            direct: Callable[[str], Any] | None = None
+            if type(field) is ID and type(field.analyzer) is IDTokenizer and type(field.format) is Existence:
+                # An ID field (path, id, kind, status) indexes a text as its one term: Whoosh
+                # yields (the text's UTF-8, 1, the field's boost, b"") through a tokenizer, a
+                # set and two generators.
+                direct = functools.partial(_whole, field.format.field_boost)
+            elif type(field) is KEYWORD and _is_comma_keywords(field):
+                direct = functools.partial(_comma_keywords, field.format.field_boost)  # type: ignore[union-attr]
+            plan.append((name, field, bool(field.indexed), bool(field.scorable), bool(field.stored), direct))
         writer.add_document = cls(writer, plan).add
 
     def add(self, **fields: Any) -> None:
@@ -145,15 +156,14 @@ class DocumentAdder:
         current, size, limit, fieldnames = pool.current, pool.currentsize, pool.limit, pool.fieldnames
         perdoc.start_doc(docnum)
         try:
-            for name, field, indexed, scorable, stored, whole in self.plan:
+            for name, field, indexed, scorable, stored, direct in self.plan:
                 value = fields.get(name)
                 if value is None:  # absent or None: nothing, as Whoosh does
                     continue
                 length = 0
                 if indexed:
                     fixed = _POSTING_BYTES + len(name)
-                    terms = (((value.encode("utf-8"), 1, whole, b""),) if whole is not None and type(value) is str
-                             else field.index(value))
+                    terms = direct(value) if direct is not None and type(value) is str else field.index(value)
                     for tbytes, freq, weight, vbytes in terms:
                         if scorable:
                             length += freq
@@ -172,6 +182,44 @@ class DocumentAdder:
         perdoc.finish_doc()
         writer._added = True
         writer.docnum += 1
+
+
+def _whole(boost: float, value: str) -> tuple[tuple[bytes, int, float, bytes]]:
+    """An ID field's one posting for `value`, as Whoosh's `ID.index` gives it."""
+    return ((value.encode("utf-8"), 1, boost, b""),)
+
+
+_COMMA_PARTS = re.compile(r"[^,]+").findall  # whoosh's CommaSeparatedTokenizer's expression
+_FREQUENCY = struct.Struct("!I").pack  # formats.Frequency's value: the term's count
+
+
+def _is_comma_keywords(field: Any) -> bool:
+    """Whether `field` is `KEYWORD(lowercase=True, commas=True)` with Whoosh's own analyzer
+    (comma-separated parts, stripped, lowercased) and its Frequency format, which
+    `_comma_keywords` indexes the same way."""
+    from whoosh.analysis import LowercaseFilter, RegexTokenizer, StripFilter
+    from whoosh.analysis.analyzers import CompositeAnalyzer
+    from whoosh.formats import Frequency
+
+    ana = field.analyzer
+    if type(ana) is not CompositeAnalyzer or [type(item) for item in ana.items] != [
+            RegexTokenizer, StripFilter, LowercaseFilter]:
+        return False
+    tokenizer: Any = ana.items[0]
+    return (tokenizer.expression.pattern == r"[^,]+" and not tokenizer.gaps
+            and type(field.format) is Frequency and not field.format.options)
+
+
+def _comma_keywords(boost: float, value: str) -> list[tuple[bytes, int, float, bytes]]:
+    """A comma-separated keyword field's postings for `value`, as Whoosh's `KEYWORD.index`
+    gives them (a tokenizer, two filters, a format and four generators a document): each
+    distinct stripped, lowercased part in order of first appearance, its count, the count
+    times the field's boost, and the count packed."""
+    counts: dict[str, int] = {}
+    for part in _COMMA_PARTS(value):
+        word = part.strip().lower()
+        counts[word] = counts.get(word, 0) + 1
+    return [(word.encode("utf-8"), n, float(n) * boost, _FREQUENCY(n)) for word, n in counts.items()]
 
 
 class FieldLengths:
@@ -217,16 +265,145 @@ class _Lengths:
         self._lengths = lengths
 
     def doc_field_length_reader(self, fieldname: str, default: int = 0) -> Any:
+        table = self.length_table(fieldname)
+        if table is None:  # no document has this field: no length column (Whoosh's default)
+            return lambda docnum: default
+        return table.__getitem__
+
+    def length_table(self, fieldname: str) -> list[int | None] | None:
+        """Each document's length of `fieldname` as the column's reader gives it: the byte's
+        length, None for byte 0 (also past the end); None when no document has the field."""
         from whoosh.util.numeric import byte_to_length
 
         column = self._lengths.by_field.get(fieldname)
-        if column is None:  # no document has this field: no length column (Whoosh's default)
-            return lambda docnum: default
-        # what the column's reader gives: the byte's length, None for byte 0 (also past the end)
+        if column is None:
+            return None
         as_length: list[int | None] = [None] + [byte_to_length(b) for b in range(1, 256)]
         table = [as_length[b] for b in column]
         table += [None] * (self._lengths.docs - len(table))
-        return table.__getitem__
+        return table
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._reader, name)
+
+
+class TermWriter:
+    """whoosh3's `FieldWriter.add_postings` for a rebuild's segment: the same files, byte for
+    byte (tests/test_postings_pool.py), a term at a time. Whoosh hands each posting through
+    three calls (the loop, `add`, `W3PostingsWriter.add_posting` with its four type checks)
+    and builds each block's statistics posting by posting; here the merged postings are
+    grouped by term (`itertools.groupby`, in C) and each block is made from lists. Installed
+    only on whoosh3's own field writer with its own block settings, for a schema with no
+    spelling postings (document -1), which this loop does not write."""
+
+    def __init__(self, fieldwriter: Any) -> None:
+        self.fw = fieldwriter
+
+    @classmethod
+    def install(cls, writer: Any) -> None:
+        from whoosh.codec.whoosh3 import W3Codec, W3FieldWriter
+
+        fw, codec, schema = writer.fieldwriter, writer.codec, writer.schema
+        if (type(fw) is not W3FieldWriter or type(codec) is not W3Codec or codec._inlinelimit != 1
+                or any(schema[name].separate_spelling() for name in schema.names())):
+            return
+        fw.add_postings = cls(fw).add_postings  # type: ignore[method-assign]
+
+    def add_postings(self, schema: Any, lengths: Any, items: Iterable[Any]) -> None:
+        from whoosh.codec.base import OutOfOrderError
+        from whoosh.codec.whoosh3 import COMPRESSION_MIN_SIZE, WHOOSH3_HEADER_MAGIC, W3TermInfo
+        from whoosh.system import pack_int, pack_long, pack_ushort
+        from whoosh.util.numeric import length_to_byte
+
+        fw = self.fw
+        codec = fw._codec
+        blocklimit, compression = codec._blocklimit, codec._compression
+        postfile, tindex, fieldmap = fw._postfile, fw._tindex, fw._fieldmap
+        tinfo = W3TermInfo._struct.pack
+        dumps, compress = pickle.dumps, zlib.compress
+        lastfn: str | None = None
+        lasttext = b""
+        fieldid = 0
+        fixedsize: int | None = None
+        length_of: Any = None
+        for (fieldname, btext), group in itertools.groupby(items, key=operator.itemgetter(0, 1)):
+            if fieldname != lastfn:
+                if lastfn is not None and fieldname < lastfn:
+                    raise OutOfOrderError(f"Field {lastfn!r} .. {fieldname!r}")
+                if lastfn is not None:
+                    fw.finish_field()
+                fw.start_field(fieldname, schema[fieldname])
+                fieldid = fieldmap[fieldname]
+                fixedsize = fw._format.fixed_value_size()
+                length_of = _length_reader(lengths, fieldname)
+                lastfn, lasttext = fieldname, b""
+            elif btext < lasttext:
+                raise OutOfOrderError(f"Term {lastfn}:{lasttext!r} .. {fieldname}:{btext!r}")
+            lasttext = btext
+            postings = list(group)
+            docs = [p[2] for p in postings]
+            weights = [p[3] for p in postings]
+            values = [p[4] for p in postings]
+            lens = length_of(docs)
+            # the term's statistics, summed over its blocks as W3TermInfo.add_block does
+            t_weight: float = 0
+            t_minlength: int | None = None
+            t_maxlength = 0
+            t_maxweight: float = 0
+            start = postfile.tell()
+            postfile.write(WHOOSH3_HEADER_MAGIC)
+            n = len(docs)
+            for at in range(0, n, blocklimit):
+                ids = docs[at:at + blocklimit]
+                ws = array("f", weights[at:at + blocklimit])
+                top = max(weights[at:at + blocklimit])
+                b_maxweight = top if top > 0 else 0
+                truthy = [x for x in lens[at:at + blocklimit] if x]
+                b_minlength = min(truthy) if truthy else None
+                b_maxlength = max(truthy) if truthy else 0
+                t_weight += sum(ws)
+                if t_minlength is None:
+                    t_minlength = b_minlength
+                else:
+                    t_minlength = min(t_minlength, b_minlength)  # type: ignore[type-var]
+                t_maxlength = max(t_maxlength, b_maxlength)
+                t_maxweight = max(t_maxweight, b_maxweight)
+                # the block, as W3PostingsWriter._write_block makes it
+                first = ws[0]
+                mini_weights = (None if first == 1.0 else first) if ws.count(first) == len(ws) else tuple(ws)
+                kept = [v for v in values[at:at + blocklimit] if v]
+                if fixedsize is None or fixedsize < 0:
+                    mini_values: Any = tuple(kept)
+                elif fixedsize == 0:
+                    mini_values = None
+                else:
+                    mini_values = b"".join(kept)
+                deltas = tuple([ids[0]] + [b - a for a, b in zip(ids, ids[1:], strict=False)])
+                data = dumps((deltas, mini_weights, mini_values), 2)
+                comp = compression if len(data) >= COMPRESSION_MIN_SIZE else 0
+                if comp:
+                    data = compress(data, comp)
+                info = dumps((len(ids), ids[-1], b_maxweight, comp, length_to_byte(b_minlength),
+                              length_to_byte(b_maxlength)), 2)
+                blocklength = len(info) + len(data)
+                postfile.write(pack_int(-blocklength if at + blocklimit >= n else blocklength))
+                postfile.write(info)
+                postfile.write(data)
+            minlength = 0 if t_minlength is None else length_to_byte(t_minlength)
+            value = (tinfo(False, t_weight, n, minlength, length_to_byte(t_maxlength), t_maxweight, docs[0], docs[-1])
+                     + pack_long(start) + pack_int(postfile.tell() - start))
+            tindex.add(pack_ushort(fieldid) + btext, value)
+        if lastfn is not None:
+            fw.finish_field()
+
+
+def _length_reader(lengths: Any, fieldname: str) -> Callable[[list[int]], list[Any]]:
+    """The field lengths of a list of documents, as add_postings reads them one at a time."""
+    if not lengths:
+        return lambda docs: [0] * len(docs)
+    table = lengths.length_table(fieldname) if isinstance(lengths, _Lengths) else None
+    if table is not None:
+        get = table.__getitem__
+        return lambda docs: list(map(get, docs))
+    one = lengths.doc_field_length_reader(fieldname)
+    return lambda docs: list(map(one, docs))

@@ -156,10 +156,11 @@ def test_a_rebuilds_add_document_writes_whooshs_segment_byte_for_byte(tmp_path):
                "id": rng.choice([f"id-{i}", ""]), "kind": rng.choice(["memory", "note"]),
                "status": rng.choice(["active", "promoted", ""]),
                "title": rng.choice(["", "Weekly review", "w1 w2 w1"]),
-               "content": " ".join(rng.choice(words) for _ in range(rng.choice([0, 1, 5, 40, 300]))),
+               "content": " ".join(rng.choice(words) for _ in range(rng.choice([0, 1, 5, 40, 300])))
+               + (f" once{i}" if i % 7 == 0 else ""),  # terms of one posting, in every kind of field
                "tags": rng.choice([",", ", "]).join(rng.choices(
-                   ["infra", "infra/db", "people/bob", "x", "Infra", " Café ", "", "東京"], k=rng.randint(0, 4))),
-               "entities": rng.choice(["Bob", "Alice Smith", "", None]),
+                   ["infra", "infra/db", "people/bob", "x", "Infra", " Café ", "", "東京", f"t{i}"], k=rng.randint(0, 4))),
+               "entities": rng.choice(["Bob", "Alice Smith", "", None, f"Person{i}"]),
                "props": rng.choice(["speaker Caroline", "", None])}
         if i % 5 == 0:
             del doc["props"]

@@ -1,5 +1,7 @@
 """A rebuild's Whoosh segment writers: the posting pool's spilled runs written and read in
-blocks, and the field lengths kept in memory for the segment's flush.
+blocks, the field lengths kept in memory for the segment's flush, each document added
+without Whoosh's per-document generality (`DocumentAdder`) and the flush's postings written
+a term at a time (`TermWriter`). Each writes what Whoosh writes, byte for byte.
 
 A rebuild's writer keeps its postings in memory up to its share of `REBUILD_WRITER_MB` and
 then writes them, sorted, to a run file; the segment is written from a merge of the runs.
@@ -20,6 +22,7 @@ hands them to the flush from lists.
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import marshal
 import operator
@@ -302,9 +305,11 @@ class TermWriter:
     @classmethod
     def install(cls, writer: Any) -> None:
         from whoosh.codec.whoosh3 import W3Codec, W3FieldWriter
+        from whoosh.filedb.filetables import OrderedHashWriter
 
         fw, codec, schema = writer.fieldwriter, writer.codec, writer.schema
         if (type(fw) is not W3FieldWriter or type(codec) is not W3Codec or codec._inlinelimit != 1
+                or type(fw._tindex) is not OrderedHashWriter or fw._tindex.hashtype != 0
                 or any(schema[name].separate_spelling() for name in schema.names())):
             return
         fw.add_postings = cls(fw).add_postings  # type: ignore[method-assign]
@@ -312,15 +317,19 @@ class TermWriter:
     def add_postings(self, schema: Any, lengths: Any, items: Iterable[Any]) -> None:
         from whoosh.codec.base import OutOfOrderError
         from whoosh.codec.whoosh3 import COMPRESSION_MIN_SIZE, WHOOSH3_HEADER_MAGIC, W3TermInfo
+        from whoosh.filedb import filetables
         from whoosh.system import pack_int, pack_long, pack_ushort
         from whoosh.util.numeric import length_to_byte
 
         fw = self.fw
         codec = fw._codec
-        blocklimit, compression = codec._blocklimit, codec._compression
+        compression = codec._compression
         postfile, tindex, fieldmap = fw._postfile, fw._tindex, fw._fieldmap
+        termfile, positions, buckets = tindex.dbfile, tindex.index.append, tindex.buckets
+        pack_lengths = filetables._lengths.pack
         tinfo = W3TermInfo._struct.pack
-        dumps, compress = pickle.dumps, zlib.compress
+        dumps, compress, md5 = pickle.dumps, zlib.compress, hashlib.md5
+        f32: dict[float, float] = {}  # a weight as the block's float32 array holds it
         lastfn: str | None = None
         lasttext = b""
         fieldid = 0
@@ -341,69 +350,115 @@ class TermWriter:
                 raise OutOfOrderError(f"Term {lastfn}:{lasttext!r} .. {fieldname}:{btext!r}")
             lasttext = btext
             postings = list(group)
-            docs = [p[2] for p in postings]
-            weights = [p[3] for p in postings]
-            values = [p[4] for p in postings]
-            lens = length_of(docs)
-            # the term's statistics, summed over its blocks as W3TermInfo.add_block does
-            t_weight: float = 0
-            t_minlength: int | None = None
-            t_maxlength = 0
-            t_maxweight: float = 0
-            start = postfile.tell()
-            postfile.write(WHOOSH3_HEADER_MAGIC)
-            n = len(docs)
-            for at in range(0, n, blocklimit):
-                ids = docs[at:at + blocklimit]
-                ws = array("f", weights[at:at + blocklimit])
-                top = max(weights[at:at + blocklimit])
-                b_maxweight = top if top > 0 else 0
-                truthy = [x for x in lens[at:at + blocklimit] if x]
-                b_minlength = min(truthy) if truthy else None
-                b_maxlength = max(truthy) if truthy else 0
-                t_weight += sum(ws)
-                if t_minlength is None:
-                    t_minlength = b_minlength
-                else:
-                    t_minlength = min(t_minlength, b_minlength)  # type: ignore[type-var]
-                t_maxlength = max(t_maxlength, b_maxlength)
-                t_maxweight = max(t_maxweight, b_maxweight)
-                # the block, as W3PostingsWriter._write_block makes it
-                first = ws[0]
-                mini_weights = (None if first == 1.0 else first) if ws.count(first) == len(ws) else tuple(ws)
-                kept = [v for v in values[at:at + blocklimit] if v]
+            if len(postings) == 1:  # most terms (every path and id): the block below, for one posting
+                _field, _text, doc, weight, value = postings[0]
+                length = length_of(doc)
+                w32 = f32.get(weight)
+                if w32 is None:
+                    w32 = f32[weight] = array("f", (weight,))[0]
+                top = weight if weight > 0 else 0
+                mini_values: Any
                 if fixedsize is None or fixedsize < 0:
-                    mini_values: Any = tuple(kept)
+                    mini_values = (value,) if value else ()
                 elif fixedsize == 0:
                     mini_values = None
                 else:
-                    mini_values = b"".join(kept)
-                deltas = tuple([ids[0]] + [b - a for a, b in zip(ids, ids[1:], strict=False)])
-                data = dumps((deltas, mini_weights, mini_values), 2)
+                    mini_values = value or b""
+                mini_weights = None if w32 == 1.0 else w32 if w32 == w32 else (w32,)  # NaN: not all equal
+                data = dumps(((doc,), mini_weights, mini_values), 2)
                 comp = compression if len(data) >= COMPRESSION_MIN_SIZE else 0
                 if comp:
                     data = compress(data, comp)
-                info = dumps((len(ids), ids[-1], b_maxweight, comp, length_to_byte(b_minlength),
-                              length_to_byte(b_maxlength)), 2)
-                blocklength = len(info) + len(data)
-                postfile.write(pack_int(-blocklength if at + blocklimit >= n else blocklength))
-                postfile.write(info)
-                postfile.write(data)
-            minlength = 0 if t_minlength is None else length_to_byte(t_minlength)
-            value = (tinfo(False, t_weight, n, minlength, length_to_byte(t_maxlength), t_maxweight, docs[0], docs[-1])
-                     + pack_long(start) + pack_int(postfile.tell() - start))
-            tindex.add(pack_ushort(fieldid) + btext, value)
+                low, high = length_to_byte(length or None), length_to_byte(length or 0)
+                info = dumps((1, doc, top, comp, low, high), 2)
+                start = postfile.tell()
+                postfile.write(WHOOSH3_HEADER_MAGIC + pack_int(-(len(info) + len(data))) + info + data)
+                value = (tinfo(False, 0 + w32, 1, low if length else 0, high, top, doc, doc)
+                         + pack_long(start) + pack_int(postfile.tell() - start))
+            else:
+                value = self._term(postings, fixedsize, length_of)
+            # OrderedHashWriter.add, inline: the key's position, the record, the key's hash
+            key = pack_ushort(fieldid) + btext
+            if key <= tindex.lastkey:
+                raise ValueError(f"Keys must increase: {tindex.lastkey!r}..{key!r}")
+            pos = termfile.tell()
+            positions(pos)
+            termfile.write(pack_lengths(len(key), len(value)) + key + value)
+            h = int.from_bytes(md5(key, usedforsecurity=False).digest()[12:], "big")  # filetables.md5_hash
+            buckets[h & 255].append((h, pos))
+            tindex.lastkey = key
         if lastfn is not None:
             fw.finish_field()
 
+    def _term(self, postings: list[Any], fixedsize: int | None, length_of: Callable[[int], Any]) -> bytes:
+        """A term's postings written in blocks; its term info."""
+        from whoosh.codec.whoosh3 import COMPRESSION_MIN_SIZE, WHOOSH3_HEADER_MAGIC, W3TermInfo
+        from whoosh.system import pack_int, pack_long
+        from whoosh.util.numeric import length_to_byte
 
-def _length_reader(lengths: Any, fieldname: str) -> Callable[[list[int]], list[Any]]:
-    """The field lengths of a list of documents, as add_postings reads them one at a time."""
+        codec = self.fw._codec
+        blocklimit, compression = codec._blocklimit, codec._compression
+        postfile = self.fw._postfile
+        dumps = pickle.dumps
+        docs = [p[2] for p in postings]
+        weights = [p[3] for p in postings]
+        values = [p[4] for p in postings]
+        lens = list(map(length_of, docs))
+        # the term's statistics, summed over its blocks as W3TermInfo.add_block does
+        t_weight: float = 0
+        t_minlength: int | None = None
+        t_maxlength = 0
+        t_maxweight: float = 0
+        start = postfile.tell()
+        out = [WHOOSH3_HEADER_MAGIC]  # the term's postings, written with one call
+        n = len(docs)
+        for at in range(0, n, blocklimit):
+            ids = docs[at:at + blocklimit]
+            ws = array("f", weights[at:at + blocklimit])
+            top = max(weights[at:at + blocklimit])
+            b_maxweight = top if top > 0 else 0
+            truthy = [x for x in lens[at:at + blocklimit] if x]
+            b_minlength = min(truthy) if truthy else None
+            b_maxlength = max(truthy) if truthy else 0
+            t_weight += sum(ws)
+            if t_minlength is None:
+                t_minlength = b_minlength
+            else:
+                t_minlength = min(t_minlength, b_minlength)  # type: ignore[type-var]
+            t_maxlength = max(t_maxlength, b_maxlength)
+            t_maxweight = max(t_maxweight, b_maxweight)
+            # the block, as W3PostingsWriter._write_block makes it
+            first = ws[0]
+            mini_weights = (None if first == 1.0 else first) if ws.count(first) == len(ws) else tuple(ws)
+            kept = [v for v in values[at:at + blocklimit] if v]
+            mini_values: Any
+            if fixedsize is None or fixedsize < 0:
+                mini_values = tuple(kept)
+            elif fixedsize == 0:
+                mini_values = None
+            else:
+                mini_values = b"".join(kept)
+            deltas = tuple([ids[0]] + [b - a for a, b in zip(ids, ids[1:], strict=False)])
+            data = dumps((deltas, mini_weights, mini_values), 2)
+            comp = compression if len(data) >= COMPRESSION_MIN_SIZE else 0
+            if comp:
+                data = zlib.compress(data, comp)
+            info = dumps((len(ids), ids[-1], b_maxweight, comp, length_to_byte(b_minlength),
+                          length_to_byte(b_maxlength)), 2)
+            blocklength = len(info) + len(data)
+            out += (pack_int(-blocklength if at + blocklimit >= n else blocklength), info, data)
+        postfile.write(b"".join(out))
+        minlength = 0 if t_minlength is None else length_to_byte(t_minlength)
+        return (W3TermInfo._struct.pack(False, t_weight, n, minlength, length_to_byte(t_maxlength), t_maxweight,
+                                        docs[0], docs[-1])
+                + pack_long(start) + pack_int(postfile.tell() - start))
+
+
+def _length_reader(lengths: Any, fieldname: str) -> Callable[[int], Any]:
+    """A document's field length, as add_postings reads it."""
     if not lengths:
-        return lambda docs: [0] * len(docs)
+        return lambda doc: 0
     table = lengths.length_table(fieldname) if isinstance(lengths, _Lengths) else None
     if table is not None:
-        get = table.__getitem__
-        return lambda docs: list(map(get, docs))
-    one = lengths.doc_field_length_reader(fieldname)
-    return lambda docs: list(map(one, docs))
+        return table.__getitem__
+    return lengths.doc_field_length_reader(fieldname)

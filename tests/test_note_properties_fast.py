@@ -47,7 +47,7 @@ def entries(values: st.SearchStrategy[str]) -> st.SearchStrategy[list[str]]:
     )
 
 
-odd_line = st.sampled_from(["", "# a comment", "  continued", "---", "...", "  - stray", "- x"])
+odd_line = st.sampled_from(["", "# a comment", "  continued", "---", "...", "  - stray", "- x", "a:b", "a:", "a :b", ":b"])
 
 
 @st.composite
@@ -134,6 +134,10 @@ def test_the_frontmatter_vaultmem_writes_takes_the_fast_path():
     "a: \"tab\\tinside\"\n",  # an escape
     "\n",  # nothing
     "tags:\n  - a\n\n  - b\n",  # a blank line in a list
+    "id: 1\nurl:http://x\n",  # no space after the colon: one scalar, no property (the loader refuses it)
+    "a:b\n",
+    ":b\n",  # no key
+    "1a: b\n",  # a key starting with a digit
 ])
 def test_everything_else_goes_to_the_loader(frontmatter):
     assert notes._plain_properties(frontmatter) is None

@@ -78,16 +78,16 @@ def _loader() -> Any:
 # over the lines; anything else (comments, nesting, flow lists, anchors, multi-line or
 # escaped strings, keys YAML would read as numbers or booleans, duplicates) goes to the YAML
 # loader. A rebuild spent half its parse time in PyYAML's constructors on these.
-_SIMPLE_KEY = re.compile(r"([^\W\d][\w.-]*):(?: +(.*))?")  # a word, in any script
+_SIMPLE_KEY = re.compile(r"[^\W\d][\w.-]*")  # a word, in any script, before `:` and a space or the line's end
+_KEYS: dict[str, bool] = {}  # key -> whether _SIMPLE_KEY matches it: a vault repeats a few dozen keys
 _SIMPLE_ITEM = re.compile(r"( *)- +(.*)")
 # starts with a letter or digit; none of # & * ! | > % ` " [ ] { } ? ~ =
 _PLAIN_TEXT = re.compile(r"[^\W_][\w .,/+@:()'-]*")
-_INT = re.compile(r"-?[0-9]+")
-_FLOAT = re.compile(r"-?[0-9]+\.[0-9]+")
-# YAML 1.2 core schema's int and float forms (yamlcore's resolvers): text of this shape is a number
-_NUMERIC = re.compile(r"[-+]?(?:0o[0-7]+|0x[0-9a-fA-F]+|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-                      r"|\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))")
-_NUMBER_START = frozenset("-+.0123456789")  # what _INT, _FLOAT and _NUMERIC can begin with
+# An int, a float with digits both sides of the point, or another of YAML 1.2 core schema's int
+# and float forms (yamlcore's resolvers: text of that shape is a number): one match tells which.
+_NUMBER = re.compile(r"(-?[0-9]+)|(-?[0-9]+\.[0-9]+)|([-+]?(?:0o[0-7]+|0x[0-9a-fA-F]+"
+                     r"|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)))")
+_NUMBER_START = frozenset("-+.0123456789")  # what _NUMBER can begin with
 _CORE_WORDS = {"null": None, "Null": None, "NULL": None, "~": None, "true": True, "True": True, "TRUE": True,
                "false": False, "False": False, "FALSE": False}
 _NOT_SIMPLE = object()
@@ -112,12 +112,10 @@ def _plain_scalar(text: str) -> Any:
     if text in _CORE_WORDS:
         return _CORE_WORDS[text]
     if first in _NUMBER_START:  # else none of the number forms can match: a word, a name
-        if _INT.fullmatch(text):
-            return int(text)
-        if _FLOAT.fullmatch(text):
-            return float(text)
-        if _NUMERIC.fullmatch(text):
-            return _NOT_SIMPLE  # other numbers (0x1F, 1e3, .5)
+        number = _NUMBER.fullmatch(text)
+        if number is not None:
+            form = number.lastindex
+            return int(text) if form == 1 else float(text) if form == 2 else _NOT_SIMPLE  # 0x1F, 1e3, .5
     if not _PLAIN_TEXT.fullmatch(text) or ": " in text or text.endswith(":"):
         return _NOT_SIMPLE  # text YAML reads otherwise
     return text  # dates and times stay text (parse_time reads them), as in the core schema
@@ -149,12 +147,17 @@ def _plain_properties(frontmatter: str) -> dict[str, Any] | None:
                 continue
             if not items:
                 data[key] = None  # `key:` and nothing under it
-        match = _SIMPLE_KEY.fullmatch(line)
-        if match is None:
+        key, colon, rest = line.partition(":")
+        simple = _KEYS.get(key)
+        if simple is None:
+            if len(_KEYS) >= 4096:
+                _KEYS.clear()
+            simple = _KEYS[key] = _SIMPLE_KEY.fullmatch(key) is not None
+        if not colon or not simple or (rest and rest[0] != " "):
             return None  # blank lines, nesting, continuation lines, odd keys: the loader decides
-        key, text = match.group(1), match.group(2)
         if key in data or key.lower() in ("true", "false", "null"):
             return None
+        text = rest.lstrip(" ") if rest else None
         if text is None:
             items, indent = [], -1
             data[key] = items
@@ -679,11 +682,16 @@ def render_note(template: str, memory: Memory, relations: str = "") -> str:
     return text.replace(sentinel, content)
 
 
+_SLUG_LINK = re.compile(r"\[\[([^\]|#]*)(?:[^\]]*)\]\]")
+_SLUG_WORDS = re.compile(r"[^\W_]+").findall
+
+
 def slugify(text: str, max_words: int = 6, max_chars: int = 48) -> str:
     """File-name slug of the first words: lowercase, hyphens, letters of any script."""
     text = unicodedata.normalize("NFKC", text)
-    text = re.sub(r"\[\[([^\]|#]*)(?:[^\]]*)\]\]", r"\1", text)  # wikilinks -> their target
-    words = re.findall(r"[^\W_]+", text.lower())
+    if "[[" in text:
+        text = _SLUG_LINK.sub(r"\1", text)  # wikilinks -> their target
+    words = _SLUG_WORDS(text.lower())
     slug = ""
     for word in words[:max_words]:
         candidate = f"{slug}-{word}" if slug else word

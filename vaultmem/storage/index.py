@@ -1121,7 +1121,7 @@ class Shares:
         return int(sum(self._cells[4 * p + 2] for p in range(self.processes)))
 
 
-CLAIM = 64  # notes a rebuild process claims at a time (Shares.claim), and reads ahead (Vault.read_ahead)
+CLAIM = 64  # notes a rebuild process claims at a time (Shares.claim), and reads ahead (Vault.open_ahead)
 TAKE_OVER_MIN = 500  # a process takes over part of another's range only if this many are left
 
 

@@ -34,6 +34,16 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from whoosh.analysis import IDTokenizer, LowercaseFilter, RegexTokenizer, StripFilter
+from whoosh.analysis.analyzers import CompositeAnalyzer
+from whoosh.codec.base import OutOfOrderError
+from whoosh.codec.whoosh3 import COMPRESSION_MIN_SIZE, WHOOSH3_HEADER_MAGIC, W3Codec, W3FieldWriter, W3TermInfo
+from whoosh.fields import ID, KEYWORD
+from whoosh.filedb import filetables
+from whoosh.filedb.filetables import OrderedHashWriter
+from whoosh.formats import Existence, Frequency
+from whoosh.system import pack_int, pack_long, pack_ushort
+from whoosh.util.numeric import byte_to_length, length_to_byte
 from whoosh.writing import PostingPool
 
 BLOCK = 4096
@@ -128,10 +138,6 @@ class DocumentAdder:
     @classmethod
     def install(cls, writer: Any) -> None:
         """Make `writer.add_document` this one's, when its schema allows (else leave Whoosh's)."""
-        from whoosh.analysis import IDTokenizer
-        from whoosh.fields import ID, KEYWORD
-        from whoosh.formats import Existence
-
         schema = writer.schema
         plan: list[tuple[str, Any, bool, bool, bool, Callable[[str], Any] | None]] = []
         for name in sorted(schema.names()):
@@ -200,9 +206,6 @@ def _is_comma_keywords(field: Any) -> bool:
     """Whether `field` is `KEYWORD(lowercase=True, commas=True)` with Whoosh's own analyzer
     (comma-separated parts, stripped, lowercased) and its Frequency format, which
     `_comma_keywords` indexes the same way."""
-    from whoosh.analysis import LowercaseFilter, RegexTokenizer, StripFilter
-    from whoosh.analysis.analyzers import CompositeAnalyzer
-    from whoosh.formats import Frequency
 
     ana = field.analyzer
     if type(ana) is not CompositeAnalyzer or [type(item) for item in ana.items] != [
@@ -233,7 +236,6 @@ class FieldLengths:
     writer for is wrapped."""
 
     def __init__(self, writer: Any) -> None:
-        from whoosh.util.numeric import length_to_byte
 
         self.by_field: dict[str, bytearray] = {}
         self.docs = 0  # documents started; the one being added is the last
@@ -276,7 +278,6 @@ class _Lengths:
     def length_table(self, fieldname: str) -> list[int | None] | None:
         """Each document's length of `fieldname` as the column's reader gives it: the byte's
         length, None for byte 0 (also past the end); None when no document has the field."""
-        from whoosh.util.numeric import byte_to_length
 
         column = self._lengths.by_field.get(fieldname)
         if column is None:
@@ -304,9 +305,8 @@ class TermWriter:
 
     @classmethod
     def install(cls, writer: Any) -> None:
-        from whoosh.codec.whoosh3 import W3Codec, W3FieldWriter
-        from whoosh.filedb.filetables import OrderedHashWriter
-
+        """Make the writer's field writer's `add_postings` this one's, when it is whoosh3's own
+        with its own settings (else leave Whoosh's)."""
         fw, codec, schema = writer.fieldwriter, writer.codec, writer.schema
         if (type(fw) is not W3FieldWriter or type(codec) is not W3Codec or codec._inlinelimit != 1
                 or type(fw._tindex) is not OrderedHashWriter or fw._tindex.hashtype != 0
@@ -315,20 +315,12 @@ class TermWriter:
         fw.add_postings = cls(fw).add_postings  # type: ignore[method-assign]
 
     def add_postings(self, schema: Any, lengths: Any, items: Iterable[Any]) -> None:
-        from whoosh.codec.base import OutOfOrderError
-        from whoosh.codec.whoosh3 import COMPRESSION_MIN_SIZE, WHOOSH3_HEADER_MAGIC, W3TermInfo
-        from whoosh.filedb import filetables
-        from whoosh.system import pack_int, pack_long, pack_ushort
-        from whoosh.util.numeric import length_to_byte
-
         fw = self.fw
-        codec = fw._codec
-        compression = codec._compression
         postfile, tindex, fieldmap = fw._postfile, fw._tindex, fw._fieldmap
         termfile, positions, buckets = tindex.dbfile, tindex.index.append, tindex.buckets
         pack_lengths = filetables._lengths.pack
         tinfo = W3TermInfo._struct.pack
-        dumps, compress, md5 = pickle.dumps, zlib.compress, hashlib.md5
+        dumps, md5 = pickle.dumps, hashlib.md5
         f32: dict[float, float] = {}  # a weight as the block's float32 array holds it
         lastfn: str | None = None
         lasttext = b""
@@ -357,18 +349,9 @@ class TermWriter:
                 if w32 is None:
                     w32 = f32[weight] = array("f", (weight,))[0]
                 top = weight if weight > 0 else 0
-                mini_values: Any
-                if fixedsize is None or fixedsize < 0:
-                    mini_values = (value,) if value else ()
-                elif fixedsize == 0:
-                    mini_values = None
-                else:
-                    mini_values = value or b""
                 mini_weights = None if w32 == 1.0 else w32 if w32 == w32 else (w32,)  # NaN: not all equal
-                data = dumps(((doc,), mini_weights, mini_values), 2)
-                comp = compression if len(data) >= COMPRESSION_MIN_SIZE else 0
-                if comp:
-                    data = compress(data, comp)
+                mini_values = _mini_values([value] if value else [], fixedsize)
+                comp, data = self._compressed(dumps(((doc,), mini_weights, mini_values), 2))
                 low, high = length_to_byte(length or None), length_to_byte(length or 0)
                 info = dumps((1, doc, top, comp, low, high), 2)
                 start = postfile.tell()
@@ -390,14 +373,15 @@ class TermWriter:
         if lastfn is not None:
             fw.finish_field()
 
+    def _compressed(self, data: bytes) -> tuple[int, bytes]:
+        """A block's pickled data as W3PostingsWriter._write_block stores it: compressed at the
+        codec's level unless it is too short to gain, with the level used (0: not)."""
+        level = self.fw._codec._compression if len(data) >= COMPRESSION_MIN_SIZE else 0
+        return level, zlib.compress(data, level) if level else data
+
     def _term(self, postings: list[Any], fixedsize: int | None, length_of: Callable[[int], Any]) -> bytes:
         """A term's postings written in blocks; its term info."""
-        from whoosh.codec.whoosh3 import COMPRESSION_MIN_SIZE, WHOOSH3_HEADER_MAGIC, W3TermInfo
-        from whoosh.system import pack_int, pack_long
-        from whoosh.util.numeric import length_to_byte
-
-        codec = self.fw._codec
-        blocklimit, compression = codec._blocklimit, codec._compression
+        blocklimit = self.fw._codec._blocklimit
         postfile = self.fw._postfile
         dumps = pickle.dumps
         docs = [p[2] for p in postings]
@@ -430,19 +414,9 @@ class TermWriter:
             # the block, as W3PostingsWriter._write_block makes it
             first = ws[0]
             mini_weights = (None if first == 1.0 else first) if ws.count(first) == len(ws) else tuple(ws)
-            kept = [v for v in values[at:at + blocklimit] if v]
-            mini_values: Any
-            if fixedsize is None or fixedsize < 0:
-                mini_values = tuple(kept)
-            elif fixedsize == 0:
-                mini_values = None
-            else:
-                mini_values = b"".join(kept)
+            mini_values = _mini_values([v for v in values[at:at + blocklimit] if v], fixedsize)
             deltas = tuple([ids[0]] + [b - a for a, b in zip(ids, ids[1:], strict=False)])
-            data = dumps((deltas, mini_weights, mini_values), 2)
-            comp = compression if len(data) >= COMPRESSION_MIN_SIZE else 0
-            if comp:
-                data = zlib.compress(data, comp)
+            comp, data = self._compressed(dumps((deltas, mini_weights, mini_values), 2))
             info = dumps((len(ids), ids[-1], b_maxweight, comp, length_to_byte(b_minlength),
                           length_to_byte(b_maxlength)), 2)
             blocklength = len(info) + len(data)
@@ -452,6 +426,14 @@ class TermWriter:
         return (W3TermInfo._struct.pack(False, t_weight, n, minlength, length_to_byte(t_maxlength), t_maxweight,
                                         docs[0], docs[-1])
                 + pack_long(start) + pack_int(postfile.tell() - start))
+
+
+def _mini_values(kept: list[bytes], fixedsize: int | None) -> Any:
+    """A block's values (the non-empty ones) as W3PostingsWriter._mini_values stores them: a
+    tuple for a format of varying value sizes, nothing for one without values, else joined."""
+    if fixedsize is None or fixedsize < 0:
+        return tuple(kept)
+    return None if fixedsize == 0 else b"".join(kept)
 
 
 def _length_reader(lengths: Any, fieldname: str) -> Callable[[int], Any]:

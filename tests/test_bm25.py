@@ -274,3 +274,144 @@ def test_the_best_n_are_sorted_s_first_n_on_either_side_of_the_switch(items, n):
     """`bm25.smallest` sorts up to 8n items and uses heapq.nsmallest beyond (items up to 400,
     n up to 60: both sides); either way it is sorted(items)[:n], ties and all."""
     assert bm25.smallest(list(items), n) == sorted(items)[:n]
+
+
+@pytest.fixture(scope="module")
+def long_lists(tmp_path_factory):
+    """Two segments (one with deletions) whose common words have lists of several blocks
+    (Whoosh's 128 postings each, compressed), words repeated within a note (weights other
+    than 1.0) and words in one note only."""
+    root = tmp_path_factory.mktemp("lists") / "vault"
+    store = MemoryStore(root, clock=Clock())
+    store.init()
+    rng = random.Random(5)
+    notes = [f"Plan {i}: " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 12)))
+             + f" deploy rare{i}" + " kafka" * (i % 4) for i in range(300)]
+    with store.index.ix.writer() as writer:  # a first segment of 300 documents
+        for i, text in enumerate(notes):
+            writer.add_document(path=f"m/{i}.md", kind="memory", status="active", content=text,
+                                title=f"Plan {i}", tags="ops,Release" if i % 3 else "")
+    with store.index.ix.writer() as writer:  # a second one, which deletes a few of the first
+        for i in range(0, 300, 25):
+            writer.update_document(path=f"m/{i}.md", kind="memory", status="active", content=notes[i] + " edited",
+                                   title=f"Plan {i}", tags="")
+    yield store
+    store.close()
+
+
+def _live(listed, deleted):
+    """(doc, weight) pairs of a list, without deleted notes' postings."""
+    return [(d, w) for d, w in zip(*listed, strict=True) if d not in deleted] if listed else []
+
+
+@pytest.mark.parametrize("probe", [1, 3, 16])
+def test_segment_terms_read_every_term_as_whoosh_s_matcher(long_lists, monkeypatch, probe):
+    """SegmentTerms (os.pread of the term table and whole lists) gives every term of every
+    field of every segment the same doc numbers, weights and document frequency as Whoosh's
+    own reader; absent terms and fields give () and 0. `probe` varies how many hash-table
+    slots are read at once, so probes cross chunk ends and wrap around a table. Whoosh's
+    matcher skips deleted notes it meets first (its filter), so in the segment with deletions
+    the lists are compared without them: callers filter deleted notes either way."""
+    monkeypatch.setattr(bm25, "_PROBE", probe)
+    lexicon = long_lists.index._lexicon()
+    leaves = lexicon.reader().leaf_readers()
+    assert len(leaves) == 2 and any(r.has_deletions() for r, _ in leaves)
+    longest, weights, checked = 0, set(), 0
+    for reader, _offset in leaves:
+        terms = lexicon.segment_terms(reader)
+        assert terms is not None
+        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
+        for field in lexicon.schema.names():
+            for raw in reader.lexicon(field):
+                text = raw.decode()
+                expected = bm25.read_postings(reader, field, text, None)  # no SegmentTerms: Whoosh's matcher
+                found = terms.postings(field, text)
+                if deleted:
+                    assert _live(found, deleted) == _live(expected, deleted), (field, text)
+                else:
+                    assert found == expected, (field, text)
+                assert terms.doc_frequency(field, text) == reader.doc_frequency(field, text)
+                longest = max(longest, len(expected[0]))
+                weights.update(expected[1])
+                checked += 1
+            assert terms.postings(field, "zzz-absent") == () and terms.doc_frequency(field, "zzz-absent") == 0
+        assert terms.postings("no_such_field", "kafka") == ()
+    assert checked > 1000 and longest > 2 * 128  # lists of three blocks and more
+    assert {2.0, 3.0} <= weights  # repeated words: weights stored per posting
+
+
+def test_segment_terms_lists_are_what_searches_read(long_lists):
+    """The fast path reads through SegmentTerms, and its ranking equals Whoosh's parser and scorer."""
+    lexicon = long_lists.index._lexicon()
+    assert all(lexicon.segment_terms(r) is not None for r, _ in lexicon.reader().leaf_readers())
+    for text in ("kafka", "deploy kafka", "rare7 plan", "release ops", "rare299"):
+        fast, slow = both(long_lists, text)
+        assert fast and len(fast) == len(slow)
+        assert_same(fast, slow)
+
+
+def test_without_pread_whoosh_reads_the_lists_and_the_ranking_is_the_same(tmp_path, monkeypatch):
+    """Windows has no os.pread (forced here by VAULTMEM_PLATFORM_RULES=no-pread): no
+    SegmentTerms, Whoosh's matcher reads every list, and searches rank the same."""
+    store = MemoryStore(tmp_path / "v", clock=Clock())
+    store.init()
+    for i in range(40):
+        store.save(f"Kafka plan {i}: " + "deploy " * (i % 3) + f"item{i}", dedupe=False)
+    with_pread = [store.search(q)["results"] for q in ("kafka deploy", "item7", "plan")]
+    monkeypatch.setenv("VAULTMEM_PLATFORM_RULES", "no-pread")
+    store.index._search = None  # a new generation's lexicon, built without
+    lexicon = store.index._lexicon()
+    leaves = lexicon.reader().leaf_readers()
+    assert len(leaves) > 1 and all(lexicon.segment_terms(r) is None for r, _ in leaves)
+    assert [store.search(q)["results"] for q in ("kafka deploy", "item7", "plan")] == with_pread
+    store.close()
+
+
+def test_segment_terms_refuse_a_closed_segment_and_report_a_damaged_list(long_lists, tmp_path):
+    """A lexicon's readers closed (a newer generation replaced it): reading by the old
+    descriptor number could read another file, so SegmentTerms refuses. A posting list whose
+    bytes are not Whoosh's is reported as a damaged index, naming the term and the fix."""
+    from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
+    from whoosh.reading import CorruptIndexError
+
+    with pytest.raises(CorruptIndexError, match=r"^Bad postings tag for 'content:kafka'; run `vaultmem index rebuild`$"):
+        bm25._parse_blocks(b"XXXX" + bytes(20), "content:kafka")
+    with pytest.raises(CorruptIndexError, match=r"^Damaged postings for 'content:kafka' \(.*\); run `vaultmem index"):
+        bm25._parse_blocks(WHOOSH3_HEADER_MAGIC + (-12).to_bytes(4, "big", signed=True) + b"not a pickle",
+                           "content:kafka")
+    lexicon = bm25.Lexicon(long_lists.index.ix, lambda: None)
+    reader = lexicon.reader().leaf_readers()[0][0]
+    terms = lexicon.segment_terms(reader)
+    assert terms is not None and terms.postings("content", "kafka")
+    lexicon.close()
+    with pytest.raises(ValueError, match="^read of a closed index segment$"):
+        terms.postings("content", "kafka")
+
+
+@pytest.mark.parametrize("rules", ["", "no-pread"])
+def test_a_search_that_meets_a_damaged_posting_list_rebuilds_the_index_and_answers(tmp_path, monkeypatch, rules):
+    """A posting list's bytes overwritten (a disk, a sync client): the search that meets it
+    rebuilds the index from the notes and answers as before; no note changes. Either reader
+    (SegmentTerms, or Whoosh's without os.pread) reports the damage the same way."""
+    monkeypatch.setenv("VAULTMEM_PLATFORM_RULES", rules)
+    root = tmp_path / "v"
+    store = MemoryStore(root, clock=Clock())
+    store.init()
+    for i in range(12):
+        store.save(f"Kafka retention plan {i}", dedupe=False)
+    expected = store.search("kafka retention")["results"]
+    notes = {p: p.read_bytes() for p in root.rglob("*.md")}
+    lexicon = store.index._lexicon()
+    reader = lexicon.reader().leaf_readers()[-1][0]
+    info = reader._terms.term_info("content", b"kafka")
+    from vaultmem.storage.bm25 import _real_file
+
+    file, base = _real_file(reader._terms._postfile)
+    with open(file.name, "r+b") as seg:  # the list's header tag, overwritten
+        seg.seek(base + info.extent()[0])
+        seg.write(b"XXXX")
+    store.close()
+    store = MemoryStore(root, clock=Clock())
+    assert store.search("kafka retention")["results"] == expected
+    assert {p: p.read_bytes() for p in root.rglob("*.md")} == notes
+    store.close()

@@ -17,8 +17,14 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import io
+import itertools
 import math
+import os
+import pickle
 import re
+import struct
+import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -109,6 +115,181 @@ def _postings(reader: Any, field: str, text: str) -> Any | None:
         raise
 
 
+_POINTER = struct.Struct("!Iq")  # a hash-table slot: the key's hash, the key's record's position
+_LENGTHS = struct.Struct("!ii")  # a record's key and value lengths
+_TERMINFO = struct.Struct("!BfIBBfII")  # W3TermInfo: flags, weight, doc frequency, ...
+_EXTENT = struct.Struct("!qi")  # ... then the posting list's position and byte length
+_BLOCK = struct.Struct("!i")  # a block's byte length, negative for the list's last block
+_PROBE = 16  # hash-table slots read at once: a table is at most half full, a probe is short
+
+
+class SegmentTerms:
+    """A whoosh3 segment's term table and posting lists read by position (`os.pread`).
+
+    Whoosh finds a term through its hash table with ~8 small reads, each through three file
+    layers (StructFile, the compound file's SubFile, a buffered reader: a seek and a read
+    each), and unpickles every block header from the file a few bytes at a time (~1,000
+    layered reads for a two-word query at 100,000 notes, whose lists were not read before).
+    Here a term costs one read of its hash-table slots, one of its record and one of its whole
+    posting list; the blocks are taken apart in memory, their doc-number deltas summed in C
+    (`itertools.accumulate`). The same bytes give the same numbers: tests/test_bm25.py
+    compares every term of every field of several segments with Whoosh's matcher.
+
+    `of` gives None (the caller reads through Whoosh) for anything else: another Whoosh
+    release or codec, a segment's files not read from a real file, no `os.pread` (Windows).
+    Inlined postings (a codec setting vaultmem does not use) are read through Whoosh too."""
+
+    __slots__ = ("reader", "_files", "_tables", "_hash", "_fieldmap", "_tbase", "_pbase", "_tfile", "_pfile")
+
+    def __init__(self, reader: Any, terms: Any, tfile: Any, tbase: int, pfile: Any, pbase: int) -> None:
+        self.reader = reader
+        tindex = terms._tindex
+        self._tables: list[tuple[int, int]] = list(tindex.tables)
+        self._hash: Callable[[bytes], int] = tindex.hashfn
+        self._fieldmap: dict[str, int] = dict(terms._fieldmap)
+        self._tfile, self._tbase, self._pfile, self._pbase = tfile, tbase, pfile, pbase
+
+    @classmethod
+    def of(cls, reader: Any) -> SegmentTerms | None:
+        from vaultmem.base import portable
+
+        if not portable.has_pread():
+            return None
+        terms = getattr(reader, "_terms", None)
+        tindex = getattr(terms, "_tindex", None)
+        if (type(terms).__name__ != "W3TermsReader" or type(tindex).__name__ != "OrderedHashReader"
+                or getattr(tindex, "hashtype", None) != 0 or not hasattr(reader, "_text_to_bytes")):
+            return None
+        tfile, tbase = _real_file(getattr(tindex, "dbfile", None))
+        pfile, pbase = _real_file(getattr(terms, "_postfile", None))
+        if tfile is None or pfile is None:
+            return None
+        return cls(reader, terms, tfile, tbase, pfile, pbase)
+
+    def _read(self, file: Any, position: int, length: int) -> bytes:
+        if file.closed:
+            raise ValueError("read of a closed index segment")
+        return os.pread(file.fileno(), length, position)
+
+    def _record(self, field: str, text: str) -> bytes | None:
+        """The term's record (its W3TermInfo bytes) from the hash table, or None: as
+        `OrderedHashReader.ranges_for_key` probes it."""
+        fnum = self._fieldmap.get(field)
+        if fnum is None:
+            return None
+        key = fnum.to_bytes(2, "big") + self.reader._text_to_bytes(field, text)
+        h = self._hash(key)
+        start, slots = self._tables[h & 255]
+        if not slots:
+            return None
+        size = _POINTER.size
+        slot = (h >> 8) % slots
+        probed = 0
+        while probed < slots:
+            n = min(_PROBE, slots - slot, slots - probed)
+            chunk = self._read(self._tfile, self._tbase + start + slot * size, n * size)
+            for at in range(0, n * size, size):
+                slothash, pos = _POINTER.unpack_from(chunk, at)
+                if not pos:
+                    return None
+                if slothash == h:
+                    head = self._read(self._tfile, self._tbase + pos, _LENGTHS.size + len(key) + 64)
+                    keylen, datalen = _LENGTHS.unpack_from(head)
+                    if keylen == len(key):
+                        end = _LENGTHS.size + keylen + datalen
+                        if len(head) < end:
+                            head = self._read(self._tfile, self._tbase + pos, end)
+                        if head[_LENGTHS.size:_LENGTHS.size + keylen] == key:
+                            return head[_LENGTHS.size + keylen:end]
+            probed += n
+            slot = (slot + n) % slots
+        return None
+
+    def doc_frequency(self, field: str, text: str) -> int:
+        record = self._record(field, text)
+        return _TERMINFO.unpack_from(record)[2] if record else 0
+
+    def postings(self, field: str, text: str) -> tuple[Sequence[int], Sequence[float]] | tuple[()] | None:
+        """(doc numbers in the segment, weights) of the term, () when the segment lacks it,
+        None for inlined postings (read them through Whoosh)."""
+        record = self._record(field, text)
+        if record is None:
+            return _ABSENT
+        if record[0]:
+            return None
+        offset, length = _EXTENT.unpack_from(record, _TERMINFO.size)
+        data = self._read(self._pfile, self._pbase + offset, length)
+        return _parse_blocks(data, f"{field}:{text}")
+
+
+def _real_file(structfile: Any) -> tuple[Any, int] | tuple[None, int]:
+    """The OS file under a Whoosh StructFile and where the StructFile's byte 0 is in it: a
+    compound segment's SubFile over its file, or a file of its own; None for anything else
+    (a BytesIO: an mmapped or in-memory segment)."""
+    inner = getattr(structfile, "file", None)
+    if type(inner).__name__ == "SubFile":
+        outer, base = getattr(inner, "_file", None), getattr(inner, "_offset", None)
+    else:
+        outer, base = inner, 0
+    if not isinstance(base, int) or not isinstance(outer, io.BufferedReader):
+        return None, 0
+    return outer, base
+
+
+def _parse_blocks(data: bytes, term: str) -> tuple[array[int], array[float]]:
+    """A whoosh3 posting list's bytes (W3PostingsWriter: the header tag, then blocks of a
+    length, a pickled header and the pickled, maybe compressed, ids/weights/values) as
+    W3LeafMatcher reads them: ids from their deltas, weights None (all 1.0), one float or
+    one each (float32 values, as Whoosh keeps them)."""
+    from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
+    from whoosh.reading import CorruptIndexError
+
+    ids, weights = array("I"), array("d")
+    if data[:4] != WHOOSH3_HEADER_MAGIC:
+        raise CorruptIndexError(f"Bad postings tag for {term!r}; run `vaultmem index rebuild`")
+    stream = io.BytesIO(data)
+    pos, last = 4, False
+    try:
+        while not last:
+            (length,) = _BLOCK.unpack_from(data, pos)
+            last = length < 0
+            end = pos + 4 + abs(length)
+            stream.seek(pos + 4)
+            count, _maxid, _maxweight, compressed, _minlength, _maxlength = pickle.load(stream)
+            raw = data[stream.tell():end]
+            pos = end
+            deltas, mini, _values = pickle.loads(zlib.decompress(raw) if compressed else raw)
+            ids.extend(itertools.accumulate(deltas))
+            if mini is None:
+                weights.extend(itertools.repeat(1.0, count))
+            elif isinstance(mini, float):
+                weights.extend(itertools.repeat(array("f", (mini,))[0], count))
+            else:
+                weights.extend(mini)
+    except (pickle.UnpicklingError, struct.error, zlib.error, EOFError, ValueError, TypeError) as exc:
+        raise CorruptIndexError(f"Damaged postings for {term!r} ({exc}); run `vaultmem index rebuild`") from None
+    return ids, weights
+
+
+def read_postings(reader: Any, field: str, text: str,
+                  terms: SegmentTerms | None = None) -> tuple[Sequence[int], Sequence[float]] | tuple[()]:
+    """(doc ids, weights) of the term in the segment `reader` reads, deleted notes included
+    (callers filter by doc set), or () when it has none: by `terms` where it can, else
+    through Whoosh's matcher."""
+    if terms is not None:
+        found = terms.postings(field, text)
+        if found is not None:
+            return found
+    matcher = _postings(reader, field, text)
+    if matcher is None:
+        return _ABSENT
+    ids, weights = array("I"), array("d")  # "d": a weight read back is the float Whoosh gave
+    for block_ids, block_weights in _blocks(matcher):
+        ids.extend(iter(block_ids))  # a block is an array of Whoosh's typecode, or a list
+        weights.extend(iter(block_weights))
+    return ids, weights
+
+
 def _deleted(reader: Any) -> frozenset[int] | set[int]:
     if not reader.has_deletions():
         return frozenset()
@@ -133,15 +314,15 @@ def docs_with(searcher: Any, field: str, values: Iterable[str],
     """
     found: set[int] = set()
     dead: set[int] = set()
+    segment_terms = getattr(searcher, "segment_terms", lambda reader: None)
     for reader, offset in searcher.reader().leaf_readers():
         segid = _segment_id(reader) if cache is not None else None
         for value in values:
             key = (segid, offset, field, value)
             ids = cache.get(key) if cache is not None and segid is not None else None
             if ids is None:
-                matcher = _postings(reader, field, value)
-                ids = frozenset(d + offset for block, _weights in (_blocks(matcher) if matcher else ())
-                                for d in block)
+                listed = read_postings(reader, field, value, segment_terms(reader))
+                ids = frozenset(d + offset for d in listed[0]) if listed else frozenset()
                 if cache is not None and segid is not None:
                     cache[key] = ids
             found |= ids
@@ -240,21 +421,14 @@ class PostingsCache:
         self.limit = limit
 
     def read(self, reader: Any, segid: str | None, offset: int, field: str,
-             text: str) -> tuple[Sequence[int], Sequence[float]] | tuple[()]:
-        """(doc ids, weights) of the term in this segment, or () when it has none."""
+             text: str, terms: SegmentTerms | None = None) -> tuple[Sequence[int], Sequence[float]] | tuple[()]:
+        """(doc ids, weights) of the term in this segment, or () when it has none; read by
+        `terms` (the segment's SegmentTerms) where it can."""
         key = (segid, offset, field, text)
         found = self.entries.get(key) if segid is not None else None
         if found is not None:
             return found
-        matcher = _postings(reader, field, text)
-        if matcher is None:
-            found = _ABSENT
-        else:
-            ids, weights = array("I"), array("d")  # "d": a weight read back is the float Whoosh gave
-            for block_ids, block_weights in _blocks(matcher):
-                ids.extend(iter(block_ids))  # a block is an array of Whoosh's typecode, or a list
-                weights.extend(iter(block_weights))
-            found = (ids, weights)
+        found = read_postings(reader, field, text, terms)
         cost = _cost(found)
         if segid is not None and cost <= self.limit // 8:
             self.size += cost
@@ -302,6 +476,12 @@ class Lexicon:
         self._weighting = weighting
         self._idf: dict[tuple[str, str], float] = {}
         self._searcher: Any = None
+        self._terms = {id(reader): SegmentTerms.of(reader) for reader, _offset in self._reader.leaf_readers()}
+
+    def segment_terms(self, reader: Any) -> SegmentTerms | None:
+        """The SegmentTerms of one of this generation's segment readers (None: read through Whoosh)."""
+        found = self._terms.get(id(reader))
+        return found if found is not None and found.reader is reader else None
 
     def reader(self) -> Any:
         return self._reader
@@ -316,7 +496,10 @@ class Lexicon:
         if found is None:
             if len(self._idf) >= IDF_CACHE_LIMIT:  # a read-only server's generation can last for days
                 self._idf.clear()
-            n = self._reader.doc_frequency(field, text)
+            n = 0
+            for reader, _offset in self._reader.leaf_readers():  # as MultiReader.doc_frequency
+                terms = self.segment_terms(reader)
+                n += terms.doc_frequency(field, text) if terms is not None else reader.doc_frequency(field, text)
             found = self._idf[key] = math.log(self._doccount / (n + 1)) + 1
         return found
 
@@ -404,13 +587,15 @@ def score(searcher: Any, terms: Sequence[tuple[str, str, int]], allowed: set[int
     # AllBut (most searches: every memory but a few) asked per posting without a method call
     excluded, total = (allowed.excluded, allowed.total) if isinstance(allowed, AllBut) else (None, 0)
     postings = postings if postings is not None else PostingsCache(0)
-    leaves = [(reader, offset, _segment_id(reader)) for reader, offset in searcher.reader().leaf_readers()]
+    segment_terms = getattr(searcher, "segment_terms", lambda reader: None)
+    leaves = [(reader, offset, _segment_id(reader), segment_terms(reader))
+              for reader, offset in searcher.reader().leaf_readers()]
     for field, text, bit in terms:
         # read once the term is found in a segment: a term found nowhere costs no more lookups
         idf: float | None = None
         avgfl: float = 1
-        for reader, offset, segid in leaves:
-            found = postings.read(reader, segid, offset, field, text)
+        for reader, offset, segid, segment in leaves:
+            found = postings.read(reader, segid, offset, field, text, segment)
             if not found:
                 continue
             if idf is None:

@@ -1522,8 +1522,9 @@ def _connect(path: Path, indexes: bool = True) -> sqlite3.Connection:
 
 def _is_index_corruption(exc: BaseException) -> bool:
     from whoosh.index import IndexError as WhooshIndexError
+    from whoosh.reading import CorruptIndexError  # a posting list's bytes are not Whoosh's
 
-    return isinstance(exc, (sqlite3.DatabaseError, WhooshIndexError, EOFError, FileNotFoundError))
+    return isinstance(exc, (sqlite3.DatabaseError, WhooshIndexError, CorruptIndexError, EOFError, FileNotFoundError))
 
 
 def natural_query(text: str) -> str:

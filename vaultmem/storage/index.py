@@ -924,8 +924,12 @@ class Index:
                 self._postings = bm25.PostingsCache()
             scores, masks = bm25.score(lexicon, terms, allowed, BM25_B, BM25_K1, self._lengths_cache,
                                        self._postings)
-            share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
-            top = bm25.smallest([(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()], limit)
+            if n_words <= 1:  # coordinated() leaves a one-word score as it is
+                top = bm25.smallest([(-s, doc) for doc, s in scores.items()], limit)
+            else:
+                share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
+                top = bm25.smallest([(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()],
+                                    limit)
             paths = bm25.doc_paths(lexicon, [doc for _neg, doc in top], self._doc_paths)
             found = [(path, -neg) for path, (neg, _doc) in zip(paths, top, strict=True)]
             return found, len(scores) <= limit

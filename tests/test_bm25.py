@@ -367,10 +367,11 @@ def test_without_pread_whoosh_reads_the_lists_and_the_ranking_is_the_same(tmp_pa
     store.close()
 
 
-def test_segment_terms_refuse_a_closed_segment_and_report_a_damaged_list(long_lists, tmp_path):
+def test_segment_terms_refuse_a_closed_segment_and_report_a_damaged_list(long_lists, monkeypatch):
     """A lexicon's readers closed (a newer generation replaced it): reading by the old
-    descriptor number could read another file, so SegmentTerms refuses. A posting list whose
-    bytes are not Whoosh's is reported as a damaged index, naming the term and the fix."""
+    descriptor number could read another file, so SegmentTerms refuses. A posting list or a
+    term record whose bytes are not Whoosh's is reported as a damaged index (which a search
+    repairs), naming the term and the fix."""
     from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
     from whoosh.reading import CorruptIndexError
 
@@ -383,6 +384,17 @@ def test_segment_terms_refuse_a_closed_segment_and_report_a_damaged_list(long_li
     reader = lexicon.reader().leaf_readers()[0][0]
     terms = lexicon.segment_terms(reader)
     assert terms is not None and terms.postings("content", "kafka")
+    whole = bm25.SegmentTerms._read
+
+    def cut(self, file, position, length):  # a term file that ends inside the term's record
+        data = whole(self, file, position, length)
+        return data if length % 12 == 0 else data[:25]  # hash-table slots (12 bytes each) come whole
+
+    monkeypatch.setattr(bm25.SegmentTerms, "_read", cut)
+    with pytest.raises(CorruptIndexError, match=r"^Short term record for content:'kafka'; run `vaultmem index rebuild`$"):
+        terms.postings("content", "kafka")
+    monkeypatch.undo()
+    assert terms.postings("content", "kafka")
     lexicon.close()
     with pytest.raises(ValueError, match="^read of a closed index segment$"):
         terms.postings("content", "kafka")

@@ -139,7 +139,7 @@ class SegmentTerms:
     release or codec, a segment's files not read from a real file, no `os.pread` (Windows).
     Inlined postings (a codec setting vaultmem does not use) are read through Whoosh too."""
 
-    __slots__ = ("reader", "_files", "_tables", "_hash", "_fieldmap", "_tbase", "_pbase", "_tfile", "_pfile")
+    __slots__ = ("reader", "_tables", "_hash", "_fieldmap", "_tbase", "_pbase", "_tfile", "_pfile")
 
     def __init__(self, reader: Any, terms: Any, tfile: Any, tbase: int, pfile: Any, pbase: int) -> None:
         self.reader = reader
@@ -200,7 +200,10 @@ class SegmentTerms:
                         if len(head) < end:
                             head = self._read(self._tfile, self._tbase + pos, end)
                         if head[_LENGTHS.size:_LENGTHS.size + keylen] == key:
-                            return head[_LENGTHS.size + keylen:end]
+                            record = head[_LENGTHS.size + keylen:end]
+                            if len(record) < _TERMINFO.size + (0 if record[:1] == b"\x01" else _EXTENT.size):
+                                raise _damaged(f"Short term record for {field}:{text!r}")
+                            return record
             probed += n
             slot = (slot + n) % slots
         return None
@@ -236,17 +239,23 @@ def _real_file(structfile: Any) -> tuple[Any, int] | tuple[None, int]:
     return outer, base
 
 
+def _damaged(message: str) -> Exception:
+    """Whoosh's error for an index whose bytes are not its own (`Index.search` rebuilds on it)."""
+    from whoosh.reading import CorruptIndexError
+
+    return CorruptIndexError(f"{message}; run `vaultmem index rebuild`")
+
+
 def _parse_blocks(data: bytes, term: str) -> tuple[array[int], array[float]]:
     """A whoosh3 posting list's bytes (W3PostingsWriter: the header tag, then blocks of a
     length, a pickled header and the pickled, maybe compressed, ids/weights/values) as
     W3LeafMatcher reads them: ids from their deltas, weights None (all 1.0), one float or
     one each (float32 values, as Whoosh keeps them)."""
     from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
-    from whoosh.reading import CorruptIndexError
 
     ids, weights = array("I"), array("d")
     if data[:4] != WHOOSH3_HEADER_MAGIC:
-        raise CorruptIndexError(f"Bad postings tag for {term!r}; run `vaultmem index rebuild`")
+        raise _damaged(f"Bad postings tag for {term!r}")
     stream = io.BytesIO(data)
     pos, last = 4, False
     try:
@@ -267,7 +276,7 @@ def _parse_blocks(data: bytes, term: str) -> tuple[array[int], array[float]]:
             else:
                 weights.extend(mini)
     except (pickle.UnpicklingError, struct.error, zlib.error, EOFError, ValueError, TypeError) as exc:
-        raise CorruptIndexError(f"Damaged postings for {term!r} ({exc}); run `vaultmem index rebuild`") from None
+        raise _damaged(f"Damaged postings for {term!r} ({exc})") from None
     return ids, weights
 
 

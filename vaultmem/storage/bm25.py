@@ -115,10 +115,10 @@ def _postings(reader: Any, field: str, text: str) -> Any | None:
         raise
 
 
-_POINTER = struct.Struct("!Iq")  # a hash-table slot: the key's hash, the key's record's position
-_LENGTHS = struct.Struct("!ii")  # a record's key and value lengths
-_TERMINFO = struct.Struct("!BfIBBfII")  # W3TermInfo: flags, weight, doc frequency, ...
-_EXTENT = struct.Struct("!qi")  # ... then the posting list's position and byte length
+# The term table's and postings' layouts are Whoosh's own structs (SegmentTerms.of reads them
+# from whoosh.filedb.filetables and W3TermInfo); these two Whoosh writes as pack_long + pack_int
+# and pack_int.
+_EXTENT = struct.Struct("!qi")  # after a W3TermInfo: its posting list's position and byte length
 _BLOCK = struct.Struct("!i")  # a block's byte length, negative for the list's last block
 _PROBE = 16  # hash-table slots read at once: a table is at most half full, a probe is short
 
@@ -139,10 +139,17 @@ class SegmentTerms:
     release or codec, a segment's files not read from a real file, no `os.pread` (Windows).
     Inlined postings (a codec setting vaultmem does not use) are read through Whoosh too."""
 
-    __slots__ = ("reader", "_tables", "_hash", "_fieldmap", "_tbase", "_pbase", "_tfile", "_pfile")
+    __slots__ = ("reader", "_tables", "_hash", "_fieldmap", "_tbase", "_pbase", "_tfile", "_pfile",
+                 "_slot", "_lengths", "_info")
 
     def __init__(self, reader: Any, terms: Any, tfile: Any, tbase: int, pfile: Any, pbase: int) -> None:
+        from whoosh.codec.whoosh3 import W3TermInfo
+        from whoosh.filedb import filetables
+
         self.reader = reader
+        # a hash-table slot (the key's hash, its record's position), a record's key and value
+        # lengths, a term's info (flags, weight, doc frequency, ...)
+        self._slot, self._lengths, self._info = filetables._pointer, filetables._lengths, W3TermInfo._struct
         tindex = terms._tindex
         self._tables: list[tuple[int, int]] = list(tindex.tables)
         self._hash: Callable[[bytes], int] = tindex.hashfn
@@ -182,26 +189,26 @@ class SegmentTerms:
         start, slots = self._tables[h & 255]
         if not slots:
             return None
-        size = _POINTER.size
+        size, lens = self._slot.size, self._lengths.size
         slot = (h >> 8) % slots
         probed = 0
         while probed < slots:
             n = min(_PROBE, slots - slot, slots - probed)
             chunk = self._read(self._tfile, self._tbase + start + slot * size, n * size)
             for at in range(0, n * size, size):
-                slothash, pos = _POINTER.unpack_from(chunk, at)
+                slothash, pos = self._slot.unpack_from(chunk, at)
                 if not pos:
                     return None
                 if slothash == h:
-                    head = self._read(self._tfile, self._tbase + pos, _LENGTHS.size + len(key) + 64)
-                    keylen, datalen = _LENGTHS.unpack_from(head)
+                    head = self._read(self._tfile, self._tbase + pos, lens + len(key) + 64)
+                    keylen, datalen = self._lengths.unpack_from(head)
                     if keylen == len(key):
-                        end = _LENGTHS.size + keylen + datalen
+                        end = lens + keylen + datalen
                         if len(head) < end:
                             head = self._read(self._tfile, self._tbase + pos, end)
-                        if head[_LENGTHS.size:_LENGTHS.size + keylen] == key:
-                            record = head[_LENGTHS.size + keylen:end]
-                            if len(record) < _TERMINFO.size + (0 if record[:1] == b"\x01" else _EXTENT.size):
+                        if head[lens:lens + keylen] == key:
+                            record = head[lens + keylen:end]
+                            if len(record) < self._info.size + (0 if record[:1] == b"\x01" else _EXTENT.size):
                                 raise _damaged(f"Short term record for {field}:{text!r}")
                             return record
             probed += n
@@ -210,7 +217,7 @@ class SegmentTerms:
 
     def doc_frequency(self, field: str, text: str) -> int:
         record = self._record(field, text)
-        return _TERMINFO.unpack_from(record)[2] if record else 0
+        return self._info.unpack_from(record)[2] if record else 0
 
     def postings(self, field: str, text: str) -> tuple[Sequence[int], Sequence[float]] | tuple[()] | None:
         """(doc numbers in the segment, weights) of the term, () when the segment lacks it,
@@ -220,7 +227,7 @@ class SegmentTerms:
             return _ABSENT
         if record[0]:
             return None
-        offset, length = _EXTENT.unpack_from(record, _TERMINFO.size)
+        offset, length = _EXTENT.unpack_from(record, self._info.size)
         data = self._read(self._pfile, self._pbase + offset, length)
         return _parse_blocks(data, f"{field}:{text}")
 

@@ -426,7 +426,7 @@ def test_the_scan_finds_the_same_notes_through_a_folder_descriptor_or_by_path(tm
     """Vault.scan stats each note by name in an open folder where the OS allows it (Linux,
     macOS) and by its full path elsewhere (Windows): both find exactly the notes, the temp
     files of interrupted writes and the canvases, and skip what the scan always skips."""
-    from vaultmem.storage import vault as vaultmod
+    from vaultmem.base import walk
 
     root = tmp_path / "v"
     for rel in ("memory/stm/a.md", "memory/ltm/Ünïcode ñame.md", "Projects/deep/er/still.md", "top.md",
@@ -437,7 +437,7 @@ def test_the_scan_finds_the_same_notes_through_a_folder_descriptor_or_by_path(tm
         (root / rel).write_text("x" * len(rel), encoding="utf-8")
     (root / "memory/stm/link.md").symlink_to(root / "top.md")  # a symlink is not a note
     (root / "linked-folder").symlink_to(root / "Projects", target_is_directory=True)  # never followed
-    monkeypatch.setattr(vaultmod, "_STAT_AT", stat_at and vaultmod._STAT_AT)
+    monkeypatch.setattr(walk, "_STAT_AT", stat_at and walk._STAT_AT)
     store = MemoryStore(root)
     found = store.vault.scan()
     assert sorted(found) == ["Old notes.md/inside.md", "Projects/deep/er/still.md", "memory/ltm/Ünïcode ñame.md",

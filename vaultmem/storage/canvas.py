@@ -14,7 +14,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-SUFFIX = ".canvas"
 _FILE_VALUE = re.compile(r'"file"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 

@@ -13,12 +13,11 @@ one): the command scans as before. Never stale either way; fast when a watcher r
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from pathlib import Path
 
-from vaultmem.storage.vault import pid_alive
+from vaultmem.base import walk
 
 FENCE_DIR = "fences"
 FENCE_SUFFIX, DONE_SUFFIX = ".fence", ".done"
@@ -33,14 +32,7 @@ def fence_dir(state_dir: Path) -> Path:
     return state_dir / FENCE_DIR
 
 
-def watcher_running(state_dir: Path) -> bool:
-    """A watcher said it is running and its process is alive (cheap; a wrong yes costs a wait)."""
-    try:
-        data = json.loads((state_dir / "state" / "watcher.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    pid = data.get("pid") if isinstance(data, dict) else None
-    return isinstance(pid, int) and data.get("state") == "running" and pid_alive(pid)
+watcher_running = walk.watcher_running  # also asked before a command's imports (base/walk.py)
 
 
 def through_watcher(state_dir: Path, wait: float = WAIT) -> bool:

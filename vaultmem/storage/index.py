@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from vaultmem.base import walk
 from vaultmem.base.errors import MalformedNote, QuerySyntaxError, VaultmemError
 from vaultmem.base.timeutil import UTC, format_time
 from vaultmem.storage import links as linkmod
@@ -598,6 +599,9 @@ class Index:
         try:
             if self._zone_changed():  # the catalog's times were read in another zone: read them again
                 return self.rebuild(progress)
+            if self._fingerprints is None and walk.ahead_pending(str(self.vault.root)):
+                # a child is walking the vault (base/walk.py): read the catalog's side meanwhile
+                self._fingerprints = (self.version(), self.fingerprints())
             on_disk = self.vault.scan()
             new, changed, removed = self.diff(on_disk)
         except sqlite3.ProgrammingError:  # a misuse (another thread's connection), not a damaged file

@@ -167,3 +167,21 @@ def test_the_command_gives_the_same_answer_with_and_without_the_walk_ahead(tmp_p
     assert sorted(r["id"] for r in without["results"]) == ["11111111-2222-4333-8444-000000000001",
                                                             "11111111-2222-4333-8444-000000000003",
                                                             "11111111-2222-4333-8444-000000000004"]
+
+
+def test_the_catalog_listing_read_during_the_walk_is_used_only_while_the_catalog_is_unchanged(tmp_path):
+    root = person_vault(tmp_path / "vault")
+    store = MemoryStore(root, settings=load_settings(root), clock=Clock())
+    store.search("zebrawalk")
+    index = store.index
+    on_disk = store.vault.scan()
+    # read while the child walked, at this version: used as the catalog's side (here made to
+    # differ, so that its use shows)
+    index._read_ahead = (index.version(), {p: fp for p, fp in on_disk.items() if p != "Daily/2026-11-21.md"})
+    assert index.diff(on_disk) == (["Daily/2026-11-21.md"], [], [])
+    assert index._read_ahead is None  # used once
+    # the catalog changed after it was read: the listing is read again, not trusted
+    index._read_ahead = (index.version(), {})
+    store.touch("11111111-2222-4333-8444-000000000001")  # rewrites the note and its catalog row
+    assert index.diff(store.vault.scan()) == ([], [], [])
+    store.close()

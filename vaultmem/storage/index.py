@@ -452,6 +452,7 @@ class Index:
         # (catalog version, its listing or the listing's digest): see diff
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]] | tuple[int, int]] | None = None
         self._records_cache: tuple[Any, list[Record]] | None = None
+        self._read_ahead: tuple[Any, dict[str, tuple[int, int]]] | None = None  # see sync
         # Set before the catalog opens (Memories.long_lived): a process that serves for hours
         # keeps a smaller SQLite page cache and never holds the catalog's listing whole.
         self.long_lived = False
@@ -576,7 +577,11 @@ class Index:
             if digest == listing_digest(on_disk):
                 self._fingerprints = (version, digest)
                 return [], [], []
-        known = held if held is not None else self.fingerprints()
+        ahead, self._read_ahead = self._read_ahead, None
+        if held is None and ahead is not None and ahead[0] == version:
+            known = ahead[1]  # read by sync while a child walked the vault
+        else:
+            known = held if held is not None else self.fingerprints()
         if known == on_disk:  # compared in C
             self._fingerprints = (version, listing_digest(known) if held is not None else known)
             return [], [], []
@@ -601,7 +606,7 @@ class Index:
                 return self.rebuild(progress)
             if self._fingerprints is None and walk.ahead_pending(str(self.vault.root)):
                 # a child is walking the vault (base/walk.py): read the catalog's side meanwhile
-                self._fingerprints = (self.version(), self.fingerprints())
+                self._read_ahead = (self.version(), self.fingerprints())
             on_disk = self.vault.scan()
             new, changed, removed = self.diff(on_disk)
         except sqlite3.ProgrammingError:  # a misuse (another thread's connection), not a damaged file

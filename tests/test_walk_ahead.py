@@ -48,19 +48,19 @@ def person_vault(root: Path) -> Path:
     return root
 
 
-def test_the_child_sends_exactly_the_walk(tmp_path):
+def test_the_child_sends_the_digest_of_exactly_the_walk(tmp_path):
     root = str(person_vault(tmp_path / "vault"))
-    assert walk.start_ahead(root) is True
-    assert walk.ahead_pending(root) and not walk.ahead_pending(root + "-other")
-    got = walk.take_ahead(root)
-    assert got == walk.walk(root)
-    found, temp, canvases = got
+    found, temp, canvases = walk.walk(root)
     assert sorted(found) == ["Daily/2026-11-21.md", "Projects/Apollo/Plan.md", "memory/stm/zebra-walk-1.md"]
     st = os.stat(os.path.join(root, "Projects/Apollo/Plan.md"))
     assert found["Projects/Apollo/Plan.md"] == (st.st_mtime_ns, st.st_size)
     assert temp == [os.path.join(root, "memory/stm/.zebra-walk-2.md.vaultmem-tmp-999999-x")]
     assert canvases == ["Projects/Board.canvas"]
-    assert walk.take_ahead(root) is None  # taken once; the next scan walks itself
+    assert walk.start_ahead(root) is True
+    assert walk.ahead_pending(root) and not walk.ahead_pending(root + "-other")
+    # the digest is the parent's own: a forked child hashes strings with the same key
+    assert walk.take_ahead(root) == (walk.listing_digest(found), temp, canvases)
+    assert walk.take_ahead(root) is None  # taken once; the next check walks itself
     assert not walk.ahead_pending(root)
 
 
@@ -169,19 +169,25 @@ def test_the_command_gives_the_same_answer_with_and_without_the_walk_ahead(tmp_p
                                                             "11111111-2222-4333-8444-000000000004"]
 
 
-def test_the_catalog_listing_read_during_the_walk_is_used_only_while_the_catalog_is_unchanged(tmp_path):
+def test_an_unchanged_vault_is_known_from_two_digests_without_a_walk_or_the_listing(tmp_path, monkeypatch):
     root = person_vault(tmp_path / "vault")
-    store = MemoryStore(root, settings=load_settings(root), clock=Clock())
-    store.search("zebrawalk")
-    index = store.index
-    on_disk = store.vault.scan()
-    # read while the child walked, at this version: used as the catalog's side (here made to
-    # differ, so that its use shows)
-    index._read_ahead = (index.version(), {p: fp for p, fp in on_disk.items() if p != "Daily/2026-11-21.md"})
-    assert index.diff(on_disk) == (["Daily/2026-11-21.md"], [], [])
-    assert index._read_ahead is None  # used once
-    # the catalog changed after it was read: the listing is read again, not trusted
-    index._read_ahead = (index.version(), {})
-    store.touch("11111111-2222-4333-8444-000000000001")  # rewrites the note and its catalog row
-    assert index.diff(store.vault.scan()) == ([], [], [])
-    store.close()
+    first = MemoryStore(root, settings=load_settings(root), clock=Clock())
+    first.search("zebrawalk")
+    first.close()
+    leftover = root / "memory/stm/.zebra-walk-2.md.vaultmem-tmp-999999-y"  # a killed writer's
+    leftover.write_text("half a write")
+    assert ahead.start(["search", "zebrawalk", "--vault", str(root)]) is True
+
+    def no(*_args, **_kwargs):
+        raise AssertionError("walked or read the listing in the command")
+
+    from vaultmem.storage.index import Index
+
+    monkeypatch.setattr(walk, "walk", no)  # after the fork: the child has its own copy
+    monkeypatch.setattr(Index, "fingerprints", no)
+    cold = MemoryStore(root, settings=load_settings(root), clock=Clock())
+    assert cold.search("zebrawalk")["count"] == 1
+    assert (cold.last_sync.unchanged, cold.last_sync.added, cold.last_sync.updated) == (3, 0, 0)
+    assert walk._ahead is None
+    assert not leftover.exists()  # met by the child's walk, cleaned up by the command
+    cold.close()

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.base.errors import ConfigError
+from vaultmem.base.walk import DEFAULT_VAULT, SKIP_DIRS, TMP_MARK, resolve_vault  # noqa: F401
 
-DEFAULT_VAULT = Path("~/Documents/vaultmem").expanduser()
-
+# DEFAULT_VAULT, SKIP_DIRS, TMP_MARK, resolve_vault: where the vault is and what a walk of it
+# skips live in base/walk.py, which a cold command imports before anything else
+# (cli/ahead.py); they are named here too, where users of the settings look for them.
 
 def _template_dir() -> Path:
     """Where the package's templates are: vaultmem/templates/ in a wheel, the project's
@@ -32,10 +34,6 @@ def _template_dir() -> Path:
 
 TEMPLATE_DIR = _template_dir()  # the packaged templates/ (memory.md, the YAML rule files, service units)
 CONFIG_FILE = ".vaultmem/config.yaml"
-# Folders a scan never enters, and the mark in the name of every temp file vaultmem writes
-# (`.<name>.vaultmem-tmp-<pid>-...`), so any process can recognise and clean up another's.
-SKIP_DIRS = frozenset({".obsidian", ".trash", ".git", ".vaultmem", "node_modules", ".stfolder", ".stversions"})
-TMP_MARK = ".vaultmem-tmp-"
 
 DECAY_MODELS = ("power_law", "exponential", "two_component", "actr")
 URGENCIES = ("critical", "important", "reference", "background")
@@ -376,9 +374,3 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return result
 
 
-def resolve_vault(option: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> Path:
-    """--vault, else VAULTMEM_VAULT, else CortexGraph's LTM_VAULT_PATH, else the default folder
-    (~/Documents/vaultmem)."""
-    environ = os.environ if environ is None else environ
-    raw = option or environ.get("VAULTMEM_VAULT") or environ.get("LTM_VAULT_PATH") or DEFAULT_VAULT
-    return Path(raw).expanduser().absolute()

@@ -10,7 +10,6 @@ answers instead of a walk), for `--help`, or under a test runner (argv[0] is not
 from __future__ import annotations
 
 from vaultmem.base import walk
-from vaultmem.base.config import resolve_vault
 
 COMMANDS = frozenset({"search", "recall", "context", "stats", "count", "open", "backlinks"})
 
@@ -40,7 +39,7 @@ def start(args: list[str]) -> bool:
     if not args or args[0] not in COMMANDS or "--help" in args:
         return False
     try:
-        root = resolve_vault(vault_option(args[1:]))
+        root = walk.resolve_vault(vault_option(args[1:]))
     except (OSError, RuntimeError):  # no home folder to expand ~ in
         return False
     if not root.is_dir() or walk.watcher_running(root / ".vaultmem"):

@@ -29,6 +29,7 @@ from typing import Any
 from vaultmem.base import walk
 from vaultmem.base.errors import MalformedNote, QuerySyntaxError, VaultmemError
 from vaultmem.base.timeutil import UTC, format_time
+from vaultmem.base.walk import listing_digest, rows_digest
 from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
 from vaultmem.storage.vault import Vault, is_conflict_copy
@@ -160,21 +161,6 @@ _NEIGHBOURS = (
     " FROM json_each(:paths) AS c CROSS JOIN notes n ON n.path = c.value"  # c first: a lookup per path
     " WHERE n.kind = 'memory' AND n.created IS NOT NULL"
 )
-
-
-def listing_digest(listing: dict[str, tuple[int, int]]) -> tuple[int, int]:
-    """An order-free digest of path -> (mtime_ns, size): the count and the exact sum of each
-    entry's string hash (SipHash, keyed per process). Any change to a path or a fingerprint
-    changes its entry's hash, so two listings that differ have the same digest with a chance
-    of about 2**-64. (Summing tuple hashes is not enough: two files that swap sizes can
-    leave that sum unchanged.) ~5 ms per 10,000 entries; nothing outlives the call."""
-    return rows_digest((path, mtime, size) for path, (mtime, size) in listing.items())
-
-
-def rows_digest(rows: Iterable[tuple[str, int, int]]) -> tuple[int, int]:
-    """listing_digest of (path, mtime_ns, size) rows, e.g. the catalog's as SQLite streams them."""
-    hashes = [hash(f"{path}\0{mtime}\0{size}") for path, mtime, size in rows]
-    return len(hashes), sum(hashes)
 
 
 def _json_safe(value: Any) -> Any:
@@ -452,7 +438,6 @@ class Index:
         # (catalog version, its listing or the listing's digest): see diff
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]] | tuple[int, int]] | None = None
         self._records_cache: tuple[Any, list[Record]] | None = None
-        self._read_ahead: tuple[Any, dict[str, tuple[int, int]]] | None = None  # see sync
         # Set before the catalog opens (Memories.long_lived): a process that serves for hours
         # keeps a smaller SQLite page cache and never holds the catalog's listing whole.
         self.long_lived = False
@@ -577,11 +562,7 @@ class Index:
             if digest == listing_digest(on_disk):
                 self._fingerprints = (version, digest)
                 return [], [], []
-        ahead, self._read_ahead = self._read_ahead, None
-        if held is None and ahead is not None and ahead[0] == version:
-            known = ahead[1]  # read by sync while a child walked the vault
-        else:
-            known = held if held is not None else self.fingerprints()
+        known = held if held is not None else self.fingerprints()
         if known == on_disk:  # compared in C
             self._fingerprints = (version, listing_digest(known) if held is not None else known)
             return [], [], []
@@ -604,18 +585,25 @@ class Index:
         try:
             if self._zone_changed():  # the catalog's times were read in another zone: read them again
                 return self.rebuild(progress)
-            if self._fingerprints is None and walk.ahead_pending(str(self.vault.root)):
-                # a child is walking the vault (base/walk.py): read the catalog's side meanwhile
-                self._read_ahead = (self.version(), self.fingerprints())
-            on_disk = self.vault.scan()
-            new, changed, removed = self.diff(on_disk)
+            ahead = None
+            if walk.ahead_pending(str(self.vault.root)):
+                # A child is walking the vault (base/walk.py): digest the catalog's listing
+                # meanwhile, and compare it with the digest of the child's.
+                catalog = rows_digest(self._listing())
+                ahead = self.vault.scan_ahead()
+            if ahead is not None:  # the same digest: nothing changed; another: walk under the lock
+                notes_found, same = ahead[0], ahead == catalog
+            else:
+                on_disk = self.vault.scan()
+                new, changed, removed = self.diff(on_disk)
+                notes_found, same = len(on_disk), not (new or changed or removed)
         except sqlite3.ProgrammingError:  # a misuse (another thread's connection), not a damaged file
             raise
         except sqlite3.DatabaseError:
             return self.rebuild(progress)
         self.remove_leftovers()
-        if not (new or changed or removed):
-            return SyncReport(unchanged=len(on_disk))
+        if same:
+            return SyncReport(unchanged=notes_found)
         with self.vault.lock():
             on_disk = self.vault.scan()
             new, changed, removed = self.diff(on_disk)  # another process may have synced

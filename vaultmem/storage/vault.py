@@ -185,15 +185,27 @@ class Vault:
         Temp files of interrupted writes met on the way are kept in `self.temp_files`, the
         canvases in `canvas_files`'s list.
         """
-        root = str(self.root)
-        ahead = walk.take_ahead(root) if notes and stat else None  # walked by a child (base/walk.py)
-        found, temp, canvases = ahead if ahead is not None else walk.walk(root, notes=notes, stat=stat)
-        for state_folder in (self.state_dir, self.state_dir / "state"):  # skipped by the walk above
+        found, temp, canvases = walk.walk(str(self.root), notes=notes, stat=stat)
+        self._walked(temp, canvases)
+        return found
+
+    def scan_ahead(self) -> tuple[int, int] | None:
+        """The digest (`walk.listing_digest`) of the notes a child forked at the command's start
+        found walking this vault (base/walk.py), with its temp files and canvases kept as
+        `scan` keeps them; None when no child walked it (scan instead)."""
+        ahead = walk.take_ahead(str(self.root))
+        if ahead is None:
+            return None
+        digest, temp, canvases = ahead
+        self._walked(temp, canvases)
+        return digest
+
+    def _walked(self, temp: list[str], canvases: list[str]) -> None:
+        for state_folder in (self.state_dir, self.state_dir / "state"):  # skipped by the walk
             with contextlib.suppress(OSError), os.scandir(state_folder) as entries:
                 temp.extend(e.path for e in entries if TMP_MARK in e.name)
         self.temp_files = temp
         self._canvases = (time.monotonic(), sorted(canvases))
-        return found
 
     def open_ahead(self, paths: Iterable[str], window: int = READ_AHEAD) -> Generator[tuple[str, int | OSError], None, None]:
         """Each of `paths` (vault-relative) in order, with its file open for reading (a

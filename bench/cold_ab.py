@@ -1,0 +1,85 @@
+"""Wall-clock time of a cold `vaultmem` command in this checkout and, with `--against`, in another
+commit checked out beside it, the two run alternately so that both meet the same moments of a
+machine whose speed drifts.
+
+`bench/instructions.py` compares two versions by the instructions they execute, which the
+machine's speed does not move; but it cannot see work done in parallel (a command's vault
+walked by a forked child while it imports, base/walk.py) or waiting on system calls. This
+times the whole command, start to exit, as a person's shell does.
+
+    python bench/cold_ab.py --against 4e64e3f --runs 41 -- search "kafka migration" --vault V10K
+    python bench/cold_ab.py --runs 11 -- stats --vault V10K
+
+Both trees are compiled to bytecode first; each run is `python -m vaultmem ARGS` with the tree
+first on the path, its output discarded. Prints the median, the fastest and the slowest run of
+each, the load average and `calibrate.py`'s figure before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibrate import calibration_ms  # noqa: E402
+
+
+def run_once(tree: Path, args: list[str], cwd: Path) -> float:
+    """Seconds of one `python -m vaultmem ARGS` with the package in `tree`. `cwd` is outside
+    any checkout: `-m` puts the working directory first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "VAULTMEM_EMBEDDINGS": "off"}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "vaultmem", *args], cwd=cwd, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"vaultmem {' '.join(args)} failed in {tree} (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--against", help="a commit to time as well (checked out in a temporary git worktree)")
+    ap.add_argument("--runs", type=int, default=21, help="runs per version (they alternate)")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="the vaultmem command, after --")
+    args = ap.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        ap.error('give the vaultmem command after --, e.g. -- search "kafka migration" --vault V10K')
+    trees = {"this checkout": ROOT}
+    scratch = Path(tempfile.mkdtemp(prefix="vaultmem-cold-ab-"))
+    try:
+        if args.against:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(scratch / "tree"),
+                            args.against], check=True, capture_output=True)
+            trees[args.against] = scratch / "tree"
+        for tree in trees.values():
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "vaultmem")], check=True)
+            run_once(tree, command, scratch)  # the first run reads the files into the page cache
+        print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms before")
+        times: dict[str, list[float]] = {name: [] for name in trees}
+        for _ in range(args.runs):
+            for name, tree in trees.items():
+                times[name].append(run_once(tree, command, scratch))
+        for name, found in times.items():
+            print(f"{name:>16}: median {1000 * statistics.median(found):.0f} ms, fastest {1000 * min(found):.0f}, "
+                  f"slowest {1000 * max(found):.0f} ({len(found)} runs)")
+        print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms after")
+    finally:
+        if args.against:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(scratch / "tree")],
+                           capture_output=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -8,6 +8,8 @@ import os
 import pytest
 import yaml
 from conftest import FIXTURES, invoke
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vaultmem.base.errors import InvalidInput
 from vaultmem.core import enrich
@@ -246,3 +248,61 @@ def test_allow_duplicate_saves_a_copy(runner, vault_path):
     assert dup.exit_code == 0 and "note: Near-duplicate of" in dup.stderr
     invoke(runner, "save", "Deploys go out on Tuesdays", "--allow-duplicate")
     assert len(list((vault_path / "memory/stm").glob("*.md"))) == 2
+
+
+def test_phrases_and_patterns_are_tried_in_the_order_given():
+    text = "use port 80 now"
+    assert [m.group(0) for m in phrase_regex(["key", "port", "re:\\bport \\d+"]).finditer(text)] == ["port"]
+    assert [m.group(0) for m in phrase_regex(["re:\\bport \\d+", "port", "key"]).finditer(text)] == ["port 80"]
+
+
+def _phrase_regex_one_pair_each(phrases):
+    """phrase_regex as it was: a pair of word-boundary checks around each phrase."""
+    import re
+
+    parts = []
+    for phrase in phrases:
+        phrase = str(phrase)
+        if phrase.startswith("re:"):
+            parts.append(f"(?:{phrase[3:]})")
+        elif phrase.strip():
+            parts.append(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in phrase.strip().split()) + r"(?!\w)")
+    return re.compile("|".join(parts), re.I | re.M) if parts else None
+
+
+def _template_phrase_lists():
+    from vaultmem.base.config import TEMPLATE_DIR
+
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list) and value and all(isinstance(p, str) for p in value):
+            found.append(value)
+
+    for name in ("classify.yaml", "activation.yaml"):
+        walk(yaml.safe_load((TEMPLATE_DIR / name).read_text(encoding="utf-8")))
+    return found
+
+
+_PHRASE_LISTS = _template_phrase_lists()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_phrases_sharing_one_boundary_check_match_exactly_as_one_check_each(data):
+    """What each template's phrase group finds (findall: a domain's count; finditer: activation's
+    hits) is the same with the shared word-boundary checks as with a pair around each phrase,
+    `re:` entries in between included."""
+    phrases = data.draw(st.sampled_from(_PHRASE_LISTS + [["key", "port", "re:\\bport \\d+", "deploy pipeline"],
+                                                         ["re:\\bport \\d+", "port", "deploy"]]))
+    words = [w for p in phrases if not p.startswith("re:") for w in p.split()] + ["keyboard", "x1", "port 80"]
+    spelled = st.sampled_from(phrases).map(lambda p: p[3:] if p.startswith("re:") else p)
+    pieces = data.draw(st.lists(st.one_of(st.sampled_from(words), spelled,
+                                          st.text(alphabet=" \n\t.,!?'-_aZé9", max_size=3)), max_size=25))
+    text = "".join(data.draw(st.sampled_from(["", " ", "  ", "\n", "-", "_", "'"])) + p for p in pieces)
+    old, new = _phrase_regex_one_pair_each(phrases), phrase_regex(phrases)
+    assert [m.span() for m in new.finditer(text)] == [m.span() for m in old.finditer(text)]
+    assert len(new.findall(text)) == len(old.findall(text))

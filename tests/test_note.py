@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 import yaml
@@ -123,6 +124,36 @@ def test_yaml_scalar_reads_back_as_the_same_value(value):
         assert loaded == pytest.approx(round(value, 6), rel=1e-9, abs=1e-9)
     else:
         assert loaded == value
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.from_regex(notes._TEXT_ANYWHERE_PATTERN, fullmatch=True),
+                 st.sampled_from(["Yes", "NO", "On", "oFF", "TRUE", "Null", "y", "N", "nan", "inf", "NaN", "Infinity",
+                                  "e", "E", "x", "b", "o", "deadbeef-dead-beef-dead-beefdeadbeef",
+                                  "12345678-1234-1234-1234-123456789012", "20261127-0000-0000-0000-000000000000"])))
+def test_values_known_as_text_without_pyyaml_are_text_to_both_yaml_loaders(text):
+    """The quick answer of `_reads_back_as_text` (no PyYAML import) is the loaders' answer."""
+    import yamlcore
+
+    quick = notes._compiled("text", notes._TEXT_ANYWHERE_PATTERN).fullmatch(text) and text.lower() not in notes._YAML_SPECIAL
+    asked = all(yaml.load(f"k: {text}\n", Loader=loader) == {"k": text}  # noqa: S506 - safe loaders
+                for loader in (yamlcore.CoreLoader, yaml.SafeLoader))
+    if quick:
+        assert asked, text
+    assert notes._reads_back_as_text(text) == asked, text
+
+
+_PLAIN_SAFE_AS_WRITTEN_FIRST = re.compile(r"^[A-Za-z0-9_\u00c0-\uffff][\w .,/@+()\u00c0-\uffff-]*$")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(max_size=12),
+                 st.text(alphabet=st.characters(min_codepoint=0xa0, max_codepoint=0x10200), max_size=6),
+                 st.sampled_from(["a\n", "\u00bf", "\u00c0", "\uffff", "\U00010000", "a\U0001f600", "\u00aa",
+                                  "a-b c", "_x", "-x", "x:", "x\uffff", "x\u00bf"])))
+def test_the_plain_value_pattern_takes_the_same_characters_as_its_first_spelling(text):
+    assert bool(notes._compiled("plain", notes._PLAIN_SAFE_PATTERN).match(text)) == bool(
+        _PLAIN_SAFE_AS_WRITTEN_FIRST.match(text))
 
 
 keys = st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True)

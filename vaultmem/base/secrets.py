@@ -46,8 +46,32 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from typing import Any, cast
 
 from vaultmem.base.errors import SecretBlocked  # noqa: F401  (raised by check(); defined in base so adapters catch it)
+
+
+class _Lazy:
+    """A pattern compiled when first used. Most texts a save checks never reach most rules
+    (each is behind a keyword test, the provider formats behind a run of 20+ token
+    characters), and compiling them all cost 15-22 ms of every cold save."""
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:  # search, finditer, match, fullmatch ...
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(*self._args)
+        return getattr(compiled, name)
+
+
+def _lazy(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return cast("re.Pattern[str]", _Lazy(pattern, flags))
+
 
 KINDS = {
     # provider formats
@@ -190,10 +214,10 @@ def _always(token: str) -> bool:
     return True
 
 
-_REPEAT = re.compile(r"(.)\1{7}")
-_WORDY = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
-_DIGIT = re.compile(r"\d")
-_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*")
+_REPEAT = _lazy(r"(.)\1{7}")
+_WORDY = _lazy(r"[a-z]+(?:[-_.][a-z]+)*")
+_DIGIT = _lazy(r"\d")
+_PLAIN_WORD = _lazy(r"[A-Za-z][a-z]*")
 
 _E = r"(?![A-Za-z0-9_])"  # nothing word-like after the token
 _EH = r"(?![A-Za-z0-9_-])"  # ... nor a hyphen, for formats whose alphabet has one
@@ -291,31 +315,31 @@ _RULES: list[tuple[str, str, str, Callable[[str], bool]]] = [
     ("vault_token", r"hv[sb]\.[A-Za-z0-9_\-]{24,}|s\.[A-Za-z0-9]{24}", _EH, _vault),
     ("yandex_key", r"AQVN[A-Za-z0-9_\-]{35,38}|t1\.[A-Za-z0-9_\-]+=*\.[A-Za-z0-9_\-]{86}=*", _EH, _looks_random),
 ]
-_PROVIDERS = re.compile(
+_PROVIDERS = _lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(f"(?P<r{i}>{body}){end}" for i, (_, body, end, _) in enumerate(_RULES)) + ")")
 # Where provider tokens can be: runs of 20+ token characters (no space, quote or bracket).
-_RUN = re.compile(r"[A-Za-z0-9_\-+/=.~:@|%]{20,}")
+_RUN = _lazy(r"[A-Za-z0-9_\-+/=.~:@|%]{20,}")
 
-_PEM = re.compile(r"(?i)-{4,5} ?BEGIN[ \t]+(?:[A-Z0-9]+[ \t]+)*PRIVATE[ \t]+KEY(?:[ \t]+BLOCK)? ?-{4,5}"
+_PEM = _lazy(r"(?i)-{4,5} ?BEGIN[ \t]+(?:[A-Z0-9]+[ \t]+)*PRIVATE[ \t]+KEY(?:[ \t]+BLOCK)? ?-{4,5}"
                   r"|PuTTY-User-Key-File-\d+:")
-_AWS_SECRET = re.compile(
+_AWS_SECRET = _lazy(
     r"(?i)aws[\w.-]{0,20}?(?:secret|private)[\w.-]{0,20}?[\"']?\s*(?:[:=]|=>)\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])")
-_NUGET = re.compile(r"(?i)<add\s+key=[\"'](?:ClearText)?Password[\"']\s+value=[\"'](?P<value>[^\"']{4,})[\"']")
-_K8S_KIND = re.compile(r"(?im)^\s*kind:\s*[\"']?secret[\"']?\s*$")
-_K8S_DATA = re.compile(r"(?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\n(?P<body>(?:(?P=indent)[ \t]+\S.*(?:\n|$))+)")
-_K8S_ITEM = re.compile(r"(?m)^[ \t]+[\w.-]+:[ \t]*[\"']?(?P<value>[^\s\"']+)")
+_NUGET = _lazy(r"(?i)<add\s+key=[\"'](?:ClearText)?Password[\"']\s+value=[\"'](?P<value>[^\"']{4,})[\"']")
+_K8S_KIND = _lazy(r"(?im)^\s*kind:\s*[\"']?secret[\"']?\s*$")
+_K8S_DATA = _lazy(r"(?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\n(?P<body>(?:(?P=indent)[ \t]+\S.*(?:\n|$))+)")
+_K8S_ITEM = _lazy(r"(?m)^[ \t]+[\w.-]+:[ \t]*[\"']?(?P<value>[^\s\"']+)")
 
 # ---------------------------------------------------------------------------------------------
 # Shapes that are not one provider's format.
 
-_CONNECTION = re.compile(
+_CONNECTION = _lazy(
     r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@'\"<>]*):(?P<pw>[^\s@/'\"]+)@[^\s/@]+")
 
 # Credentials passed on a command line. Each alternative names its value `pN`.
 _COMMAND_WORDS = ("curl", "wget", "mysql", "mariadb", "sshpass", "redis-cli", "docker", "podman", "mongo", "openssl",
                   "zip", "7z", "ldap", "sqlcmd", "bcp", "keytool", "jarsigner", "htpasswd", "smbclient", "rpcclient",
                   "ssh-keygen", "az login", "psexec")
-_COMMAND = re.compile(
+_COMMAND = _lazy(
     r"\b(?i:curl)\b[^\n]{0,300}?\s(?:-u|--user|--proxy-user|-U)[ =]?(?:(?P<q1>['\"])[^:'\"\s]+:(?P<p1>[^'\"]{2,})(?P=q1)"
     r"|[^\s:'\"]+:(?P<p2>[^\s'\"]{2,}))"
     r"|\b(?i:curl|wget)\b[^\n]{0,300}?\s--(?:http-|ftp-|proxy-)?password[ =](?P<p3>\S+)"
@@ -335,21 +359,21 @@ _COMMAND = re.compile(
     r"|\bssh-keygen\b[^\n]{0,300}?\s-[NP]\s+(?P<p18>\S+)"
     r"|\baz\s+login\b[^\n]{0,300}?\s(?:-p|--password)[ =](?P<p19>\S+)"
     r"|\bpsexec\b[^\n]{0,300}?\s-p\s+(?P<p20>\S+)")
-_BASIC = re.compile(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})")
-_BEARER = re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9_\-.~+/]{20,}=*)")
-_QUERY_SECRET = re.compile(
+_BASIC = _lazy(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})")
+_BEARER = _lazy(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9_\-.~+/]{20,}=*)")
+_QUERY_SECRET = _lazy(
     r"(?i)[?&](?:access_token|api_key|apikey|token|key|secret|client_secret|sig|signature|password)="
     r"(?P<value>[^\s&#]{12,})")
 
 # An assignment: found by its last word (password, secret, token, api key...), then the name
 # before it is read backwards. `=` or `:` (or "is" in prose), then the value.
-_ASSIGN = re.compile(
+_ASSIGN = _lazy(
     r"(?i)(?:pass(?:word|wd|phrase)?|pwd|(?:secret|api|access|private|signing)[_\-. ]?key|apikey"
     r"|(?:access|auth|refresh)[_\-. ]?token|client[_\-. ]?secret|secret|token|credentials?)[\"']?"
     r"(?P<op>\s*(?:=|:=|=>|:)\s*|\s+(?:is|was|=)\s+)"
     r"(?P<q>[\"'`]?)(?P<value>[^\s\"'`,;]+)")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = _lazy(
     r"""(?ix)^(?:
         <[^>]*>? | \$\{?[\w.]+\}? | \{\{?[^}]*\}?\}? | %\(?\w*\)?s | %\w+% | \[[^\]]*\]? |
         [*x.•#?_-]+ | (?:your|my)[_\-]\w* | redacted | hidden | masked | placeholder |
@@ -361,9 +385,9 @@ _PLACEHOLDER = re.compile(
 _PASSWORD_MANAGERS = {"1password", "bitwarden", "keepass", "keepassxc", "lastpass", "dashlane",
                       "keychain", "vault", "pass", "nordpass", "protonpass", "enpass"}
 # an attribute or variable reference in code (settings.SECRET_KEY), not a literal
-_REFERENCE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_REFERENCE = _lazy(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 # prose words that follow "password:" / "token:" without being a value
-_PROSE_VALUE = re.compile(r"^[a-z]+[.!?]?$")
+_PROSE_VALUE = _lazy(r"^[a-z]+[.!?]?$")
 
 # gitleaks' keyword rules: a provider's name, then `=`/`:` and its key. The value must look
 # random (16+ characters, letters and digits mixed); UUIDs and 40-hex commit ids are ids.
@@ -379,35 +403,35 @@ _PROVIDER_NAMES = (
     "pagerduty", "circleci", "vercel", "openai", "anthropic", "mistral", "groq", "deepseek", "pinecone", "replicate",
     "elevenlabs", "postmark", "segment", "mixpanel", "amplitude", "buildkite", "honeycomb", "rollbar", "bugsnag",
 )
-_PROVIDER_ASSIGN = re.compile(
+_PROVIDER_ASSIGN = _lazy(
     r"(?i)(?<![A-Za-z])(?P<provider>" + "|".join(re.escape(p) for p in _PROVIDER_NAMES) + r")(?![a-z])"
     r"(?P<name>[\w.\-]{0,30}(?:[ \t][\w.\-]{1,20}){0,2})[\"']?[ \t]{0,3}(?:=|:=|=>|:)[ \t]{0,3}[\"'`]?"
     r"(?P<value>[A-Za-z0-9_\-+/=.]{16,200})(?![A-Za-z0-9_\-+/=.])")
-_ID_WORDS = re.compile(r"(?i)(?:^|[_\-. ])(?:id|ids|sha|commit|release|version|hash|digest|checksum|rev|revision|build|region|"
+_ID_WORDS = _lazy(r"(?i)(?:^|[_\-. ])(?:id|ids|sha|commit|release|version|hash|digest|checksum|rev|revision|build|region|"
                        r"site|url|uri|host|domain|project|org|team|channel|user|username|email|handle|account|env|"
                        r"environment|name|workspace|app)(?:$|[_\-. ])")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
-_HEX40 = re.compile(r"[0-9a-fA-F]{40}")
-_ALNUM_SWITCH = re.compile(r"[A-Za-z](?=\d)|\d(?=[A-Za-z])")
+_UUID = _lazy(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_HEX40 = _lazy(r"[0-9a-fA-F]{40}")
+_ALNUM_SWITCH = _lazy(r"[A-Za-z](?=\d)|\d(?=[A-Za-z])")
 
 # Encoded and high-entropy tokens.
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/=_\-])")
-_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
-_PUBLIC_KEY = re.compile(
+_BASE64 = _lazy(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/=_\-])")
+_DATA_URI = _lazy(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
+_PUBLIC_KEY = _lazy(
     r"\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
     r"\s+AAAA[A-Za-z0-9+/]+={0,3}")
-_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
-_URL = re.compile(r"(?i)\b(?:https?|ftp|wss?)://\S+")
-_LOWER, _UPPER = re.compile(r"[a-z]"), re.compile(r"[A-Z]")
-_HEXISH = re.compile(r"[0-9a-fA-F\-]+")
+_TOKEN = _lazy(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
+_URL = _lazy(r"(?i)\b(?:https?|ftp|wss?)://\S+")
+_LOWER, _UPPER = _lazy(r"[a-z]"), _lazy(r"[A-Z]")
+_HEXISH = _lazy(r"[0-9a-fA-F\-]+")
 
 # Normalisation: characters that hide inside a token without being seen (zero-width, bidi and
 # other format characters, variation selectors, tag characters), spaces that are not U+0020,
 # full-width ASCII.
 _HIDDEN = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
            "\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f")
-_ODD = re.compile(f"[{_HIDDEN}]|[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]|[\uff01-\uff5e]")
-_HIDDEN_CHAR = re.compile(f"[{_HIDDEN}]")
+_ODD = _lazy(f"[{_HIDDEN}]|[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]|[\uff01-\uff5e]")
+_HIDDEN_CHAR = _lazy(f"[{_HIDDEN}]")
 
 
 def entropy(text: str) -> float:
@@ -612,7 +636,7 @@ def _provider_value(name: str, value: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Rule 5: a provider key split by single spaces or line breaks.
 
-_NOT_PLAIN = re.compile(r"(?<!\S)[^\s]*?(?:[0-9_+/=~@|%]|[a-z][A-Z]|[A-Z]{2})\S*")
+_NOT_PLAIN = _lazy(r"(?<!\S)[^\s]*?(?:[0-9_+/=~@|%]|[a-z][A-Z]|[A-Z]{2})\S*")
 _LEAD = "'\"`([{<"
 _TRAIL = "'\"`)]}>,;:.!?"
 

@@ -422,9 +422,11 @@ class Memories:
 
     def enricher(self) -> Any:
         """The process-wide enricher for this vault's templates (spaCy loads on first use)."""
+        from vaultmem.base.config import PARSED_DIR
         from vaultmem.core.enrich import get_enricher
 
-        return get_enricher(self.vault.state_dir / "templates", self.settings.spacy_model)
+        return get_enricher(self.vault.state_dir / "templates", self.settings.spacy_model,
+                            self.vault.derived_dir / PARSED_DIR)
 
     def find_duplicate(self, content: str, accept: Callable[[Record], bool] | None = None,
                        pool: int = 5) -> tuple[Record, float] | None:

@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibrate import calibration_ms  # noqa: E402
+from checkouts import checkouts, vaultmem_command  # noqa: E402
 
 
 def run_once(tree: Path, args: list[str], cwd: Path) -> float:
@@ -52,18 +50,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=21, help="runs per version (they alternate)")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="the vaultmem command, after --")
     args = ap.parse_args()
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        ap.error('give the vaultmem command after --, e.g. -- search "kafka migration" --vault V10K')
-    trees = {"this checkout": ROOT}
-    scratch = Path(tempfile.mkdtemp(prefix="vaultmem-cold-ab-"))
-    try:
-        if args.against:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(scratch / "tree"),
-                            args.against], check=True, capture_output=True)
-            trees[args.against] = scratch / "tree"
+    command = vaultmem_command(ap, args.command, 'search "kafka migration" --vault V10K')
+    with checkouts(args.against) as (trees, scratch):
         for tree in trees.values():
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "vaultmem")], check=True)
             run_once(tree, command, scratch)  # the first run reads the files into the page cache
         print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms before")
         times: dict[str, list[float]] = {name: [] for name in trees}
@@ -74,11 +63,6 @@ def main() -> None:
             print(f"{name:>16}: median {1000 * statistics.median(found):.0f} ms, fastest {1000 * min(found):.0f}, "
                   f"slowest {1000 * max(found):.0f} ({len(found)} runs)")
         print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms after")
-    finally:
-        if args.against:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(scratch / "tree")],
-                           capture_output=True)
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from checkouts import checkouts, vaultmem_command  # noqa: E402
+
 _REFS = re.compile(r"==\d+== I\s+refs:\s+([\d,]+)")
 
 
@@ -55,20 +57,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1, help="counts per version (they alternate)")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="the vaultmem command, after --")
     args = ap.parse_args()
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        ap.error("give the vaultmem command after --, e.g. -- search hiking --vault V10K")
+    command = vaultmem_command(ap, args.command, "search hiking --vault V10K")
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed; install it (apt install valgrind) and run again")
-    trees = {"this checkout": ROOT}
-    scratch = Path(tempfile.mkdtemp(prefix="vaultmem-instructions-"))
-    try:
-        if args.against:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(scratch / "tree"),
-                            args.against], check=True, capture_output=True)
-            trees[args.against] = scratch / "tree"
-        for tree in trees.values():
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "vaultmem")], check=True)
+    with checkouts(args.against) as (trees, scratch):
         counts: dict[str, list[int]] = {name: [] for name in trees}
         for _ in range(args.runs):
             for name, tree in trees.items():
@@ -78,11 +70,6 @@ def main() -> None:
         if args.against:
             ours, theirs = min(counts["this checkout"]), min(counts[args.against])
             print(f"{'change':>16}: {ours - theirs:+,} ({100 * (ours - theirs) / theirs:+.2f} %)")
-    finally:
-        if args.against:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(scratch / "tree")],
-                           capture_output=True)
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,45 @@
+"""This checkout and another commit side by side, for the benchmarks that compare two versions
+(`instructions.py`, `cold_ab.py`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def checkouts(against: str | None) -> Iterator[tuple[dict[str, Path], Path]]:
+    """({"this checkout": ROOT, against: a temporary git worktree of it}, a scratch folder
+    outside both, to run `python -m vaultmem` from), each tree compiled to bytecode first; the
+    worktree and the folder are removed afterwards."""
+    trees = {"this checkout": ROOT}
+    scratch = Path(tempfile.mkdtemp(prefix="vaultmem-bench-"))
+    try:
+        if against:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(scratch / "tree"),
+                            against], check=True, capture_output=True)
+            trees[against] = scratch / "tree"
+        for tree in trees.values():
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "vaultmem")], check=True)
+        yield trees, scratch
+    finally:
+        if against:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(scratch / "tree")],
+                           capture_output=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def vaultmem_command(ap: argparse.ArgumentParser, given: list[str], example: str) -> list[str]:
+    """The vaultmem command given after `--` (argparse.REMAINDER), or an error naming `example`."""
+    command = given[1:] if given[:1] == ["--"] else given
+    if not command:
+        ap.error(f"give the vaultmem command after --, e.g. -- {example}")
+    return command

@@ -37,9 +37,15 @@ def checkouts(against: str | None) -> Iterator[tuple[dict[str, Path], Path]]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def vaultmem_command(ap: argparse.ArgumentParser, given: list[str], example: str) -> list[str]:
-    """The vaultmem command given after `--` (argparse.REMAINDER), or an error naming `example`."""
-    command = given[1:] if given[:1] == ["--"] else given
+def comparison_args(doc: str | None, measured: str, runs: int, example: str) -> tuple[argparse.Namespace, list[str]]:
+    """The options both scripts take (--against COMMIT, --runs N) and the vaultmem command
+    after `--`; an error naming `example` when there is none."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--against", help=f"a commit to {measured} as well (checked out in a temporary git worktree)")
+    ap.add_argument("--runs", type=int, default=runs, help="runs per version (they alternate)")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="the vaultmem command, after --")
+    args = ap.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         ap.error(f"give the vaultmem command after --, e.g. -- {example}")
-    return command
+    return args, command

@@ -17,7 +17,6 @@ each, the load average and `calibrate.py`'s figure before and after.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -28,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibrate import calibration_ms  # noqa: E402
-from checkouts import checkouts, vaultmem_command  # noqa: E402
+from checkouts import checkouts, comparison_args  # noqa: E402
 
 
 def run_once(tree: Path, args: list[str], cwd: Path) -> float:
@@ -45,12 +44,7 @@ def run_once(tree: Path, args: list[str], cwd: Path) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--against", help="a commit to time as well (checked out in a temporary git worktree)")
-    ap.add_argument("--runs", type=int, default=21, help="runs per version (they alternate)")
-    ap.add_argument("command", nargs=argparse.REMAINDER, help="the vaultmem command, after --")
-    args = ap.parse_args()
-    command = vaultmem_command(ap, args.command, 'search "kafka migration" --vault V10K')
+    args, command = comparison_args(__doc__, "time", 21, 'search "kafka migration" --vault V10K')
     with checkouts(args.against) as (trees, scratch):
         for tree in trees.values():
             run_once(tree, command, scratch)  # the first run reads the files into the page cache

@@ -19,7 +19,6 @@ neither count includes compiling. Needs valgrind (`apt install valgrind`) and gi
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from checkouts import checkouts, vaultmem_command  # noqa: E402
+from checkouts import checkouts, comparison_args  # noqa: E402
 
 _REFS = re.compile(r"==\d+== I\s+refs:\s+([\d,]+)")
 
@@ -52,12 +51,7 @@ def count(tree: Path, args: list[str], cwd: Path) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--against", help="a commit to count as well (checked out in a temporary git worktree)")
-    ap.add_argument("--runs", type=int, default=1, help="counts per version (they alternate)")
-    ap.add_argument("command", nargs=argparse.REMAINDER, help="the vaultmem command, after --")
-    args = ap.parse_args()
-    command = vaultmem_command(ap, args.command, "search hiking --vault V10K")
+    args, command = comparison_args(__doc__, "count", 1, "search hiking --vault V10K")
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed; install it (apt install valgrind) and run again")
     with checkouts(args.against) as (trees, scratch):

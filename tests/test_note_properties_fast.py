@@ -30,8 +30,16 @@ KEYS = ["id", "tags", "a", "b", "due-date", "x_1", "True", "null", "NULL", "Yes"
 
 PLAIN = st.from_regex(r"[A-Za-zÀ-ÿ0-9][A-Za-zÀ-ÿ0-9 .,/+@:()'_-]{0,10}", fullmatch=True)
 NUMBER = st.from_regex(r"[-+]?[0-9]{1,4}(\.[0-9]{0,3})?([eE][-+]?[0-9])?", fullmatch=True)
-scalar = st.one_of(st.sampled_from(TRICKY), PLAIN, NUMBER,
-                   st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=8))
+FLOW = ["[a, b]", "[a,b]", "[ a , b ]", "[B3]", "[a, [b]]", "[a, 'b, c']", "['a', 'b']", "[a,]", "[,a]", "[a,,b]",
+        "[a:b]", "[a: b]", "[1, 2.5, true, null]", "[~, -1, 0x1F, 1e3]", "[a b, c  d]", "[Bob's]", "[a, b", "[a]]",
+        "[a, {b: 1}]", "[a ,b]", "[yes, no]", "[., -]", "[a # b]", "[ ]", "[ , ]", "[\"a\"]"]
+_ITEM = st.one_of(st.sampled_from(TRICKY), PLAIN, NUMBER,
+                  st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=5))
+scalar = st.one_of(st.sampled_from(TRICKY + FLOW), PLAIN, NUMBER,
+                   st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=8),
+                   st.builds(lambda items, sep, pad: f"[{pad}{sep.join(items)}{pad}]",
+                             st.lists(_ITEM, min_size=1, max_size=3), st.sampled_from([", ", ",", " , ", "  ,"]),
+                             st.sampled_from(["", " "])))
 WORD_KEY = st.from_regex(r"[a-zA-Zа-яё_][a-zA-Zа-яё0-9_.-]{0,6}", fullmatch=True)
 KEY_NAMES = st.one_of(st.sampled_from(KEYS), WORD_KEY, WORD_KEY, WORD_KEY, WORD_KEY)
 
@@ -122,10 +130,19 @@ def test_the_frontmatter_vaultmem_writes_takes_the_fast_path():
     assert notes.load_yaml(frontmatter.replace("\n", "\r\n")) == fast
 
 
+def test_one_line_flow_lists_of_plain_items_are_read_here():
+    """A background enrichment writes `entities: [Kafka, Flink]`: read without the loader, as it reads it."""
+    frontmatter = "tags: [a, b c]\nentities: [Kafka, Flink]\nmixed: [ 1, 2.5 , true, null, x ]\n"
+    fast = notes._plain_properties(frontmatter)
+    assert fast == {"tags": ["a", "b c"], "entities": ["Kafka", "Flink"], "mixed": [1, 2.5, True, None, "x"]}
+    assert same(fast, notes._load_yaml(frontmatter))
+
+
 @pytest.mark.parametrize("frontmatter", [
     "a: 1\na: 2\n",  # a duplicate: the loader names it
     "a: 1 # why\n",  # a comment
-    "tags: [a, b]\n",  # a flow list
+    "tags: ['a, b', c]\n",  # a flow list with a quoted item
+    "tags: [a, [b]]\n",  # a nested flow list
     "a:\n  b: 1\n",  # nesting
     "a: b\n  c\n",  # a continuation line
     "a: 0x1F\n",  # a number in another base

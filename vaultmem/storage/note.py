@@ -107,8 +107,8 @@ def _plain_scalar(text: str) -> Any:
                 and (first == "'" or "\\" not in inner):
             return inner
         return _NOT_SIMPLE
-    if text == "[]":
-        return []
+    if first == "[":
+        return [] if text == "[]" else _flow_list(text)
     if text in _CORE_WORDS:
         return _CORE_WORDS[text]
     if first in _NUMBER_START:  # else none of the number forms can match: a word, a name
@@ -119,6 +119,22 @@ def _plain_scalar(text: str) -> Any:
     if not _PLAIN_TEXT.fullmatch(text) or ": " in text or text.endswith(":"):
         return _NOT_SIMPLE  # text YAML reads otherwise
     return text  # dates and times stay text (parse_time reads them), as in the core schema
+
+
+def _flow_list(text: str) -> Any:
+    """A one-line flow list, `[a, b c, 3]`, as YAML reads it, when every item is a scalar
+    `_plain_scalar` reads (a background enrichment writes `entities: [Kafka, Flink]`);
+    _NOT_SIMPLE when an item is quoted, empty, nested or holds a flow indicator or a colon."""
+    inner = text[1:-1]
+    if text[-1] != "]" or any(c in inner for c in "[]{}:\"'?"):
+        return _NOT_SIMPLE
+    values = []
+    for item in inner.split(","):
+        value = _plain_scalar(item.strip(" ")) if item.strip(" ") else _NOT_SIMPLE
+        if value is _NOT_SIMPLE:
+            return _NOT_SIMPLE
+        values.append(value)
+    return values
 
 
 def _plain_properties(frontmatter: str) -> dict[str, Any] | None:

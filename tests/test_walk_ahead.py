@@ -191,3 +191,25 @@ def test_an_unchanged_vault_is_known_from_two_digests_without_a_walk_or_the_list
     assert walk._ahead is None
     assert not leftover.exists()  # met by the child's walk, cleaned up by the command
     cold.close()
+
+
+def test_the_child_holds_none_of_the_commands_terminal_or_pipes(tmp_path, monkeypatch):
+    root = str(person_vault(tmp_path / "vault"))
+    real = walk.walk
+
+    def slow(*args, **kwargs):
+        import time
+
+        time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(walk, "walk", slow)  # what the forked child runs: long enough to look at it
+    assert walk.start_ahead(root)
+    pid = walk._ahead[1]
+    import time
+
+    deadline = time.monotonic() + 0.9
+    while time.monotonic() < deadline and os.readlink(f"/proc/{pid}/fd/1") != os.devnull:
+        time.sleep(0.01)
+    assert [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)] == [os.devnull] * 3
+    assert walk.take_ahead(root)[0] == walk.listing_digest(real(root)[0])

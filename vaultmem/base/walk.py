@@ -158,6 +158,12 @@ def start_ahead(root: str) -> bool:
         code = 1
         try:
             os.close(read)
+            # nothing of the command's terminal or pipes stays open here: a reader of the
+            # command's output sees its end when the command ends, whatever this child does
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.close(null)
             found, temp, canvases = walk(root)
             data = marshal.dumps((listing_digest(found), temp, canvases))
             with open(write, "wb", closefd=True) as pipe:

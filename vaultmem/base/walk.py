@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import marshal
 import os
+import signal
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -60,10 +61,10 @@ def resolve_vault(option: str | os.PathLike[str] | None, environ: Mapping[str, s
 def listing_digest(listing: dict[str, tuple[int, int]]) -> tuple[int, int]:
     """An order-free digest of path -> (mtime_ns, size): the count and the exact sum of each
     entry's string hash (SipHash, keyed per process, and so the same in a forked child:
-    `start_ahead`). Any change to a path or a fingerprint
-    changes its entry's hash, so two listings that differ have the same digest with a chance
-    of about 2**-64. (Summing tuple hashes is not enough: two files that swap sizes can
-    leave that sum unchanged.) ~5 ms per 10,000 entries; nothing outlives the call."""
+    `start_ahead`). Any change to a path or a fingerprint changes its entry's hash, so two
+    listings that differ have the same digest with a chance of about 2**-64. (Summing tuple
+    hashes is not enough: two files that swap sizes can leave that sum unchanged.) ~5 ms per
+    10,000 entries; nothing outlives the call."""
     return rows_digest((path, mtime, size) for path, (mtime, size) in listing.items())
 
 
@@ -138,9 +139,9 @@ _ahead: tuple[str, int, int] | None = None
 
 def start_ahead(root: str) -> bool:
     """Fork a child that walks `root` and sends back the digest of the notes it found, the
-    temp files and the canvases (a `Summary`), for `take_ahead`; False
-    (nothing started) where forking is unsafe, on a single core, when a walk is already under
-    way, or when the fork fails."""
+    temp files and the canvases (a `Summary`), for `take_ahead`; False (nothing started)
+    where forking is unsafe, on a single core, when a walk is already under way, or when the
+    fork fails."""
     global _ahead
     if _ahead is not None or not portable.can_fork() or len(os.sched_getaffinity(0)) < 2:
         return False  # (one core: the child's walk would only wait for this process's imports)
@@ -196,14 +197,20 @@ def take_ahead(root: str) -> Summary | None:
         return None
     _ahead = None
     chunks = []
+    failed = False
     try:
         with open(read, "rb", closefd=True) as pipe:
             while chunk := pipe.read(1 << 20):
                 chunks.append(chunk)
-        _, status = os.waitpid(pid, 0)
+    except OSError:
+        failed = True
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)  # it may be blocked writing to a pipe nobody reads
+    try:
+        _, status = os.waitpid(pid, 0)  # reaped whatever happened: no zombie
     except OSError:
         return None
-    if status != 0:
+    if failed or status != 0:
         return None
     try:
         (count, total), temp, canvases = marshal.loads(b"".join(chunks))
@@ -222,7 +229,7 @@ def cancel_ahead() -> None:
     with contextlib.suppress(OSError):
         os.close(read)
     with contextlib.suppress(OSError):
-        os.kill(pid, 9)
+        os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         os.waitpid(pid, 0)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -372,6 +373,13 @@ def yaml_cached(text: str, kept: Path | None) -> Any:
     return data
 
 
+def is_yaml_error(exc: BaseException) -> bool:
+    """Whether `exc` is PyYAML's: it can be only once PyYAML was imported to parse, so this
+    imports nothing (`yaml_cached` may not have needed the parser)."""
+    yaml = sys.modules.get("yaml")
+    return yaml is not None and isinstance(exc, yaml.YAMLError)
+
+
 def yaml_problem(exc: BaseException) -> str:
     """A YAML error (or an OSError) in one line, where it is and what is wrong: `line 2:
     expected ',' or ']', but got '<stream end>' (while parsing a flow sequence)`."""
@@ -394,9 +402,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     try:
         data = yaml_cached(text, path.parent / PARSED_DIR / f"{path.name}.json")
     except Exception as exc:
-        import yaml
-
-        if not isinstance(exc, yaml.YAMLError):
+        if not is_yaml_error(exc):
             raise
         raise ConfigError(f"cannot read {origin}: {yaml_problem(exc)}; fix or delete the file") from None
     if data is None:

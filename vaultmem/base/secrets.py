@@ -52,9 +52,10 @@ from vaultmem.base.errors import SecretBlocked  # noqa: F401  (raised by check()
 
 
 class _Lazy:
-    """A pattern compiled when first used. Most texts a save checks never reach most rules
-    (each is behind a keyword test, the provider formats behind a run of 20+ token
-    characters), and compiling them all cost 15-22 ms of every cold save."""
+    """A pattern compiled when first used: the costly ones (0.5-15 ms each to compile; the
+    small ones that loops call per token are compiled at once). Most texts a save checks
+    never reach most rules (each is behind a keyword test, the provider formats behind a run
+    of 20+ token characters), and compiling them all cost 15-22 ms of every cold save."""
 
     __slots__ = ("_args", "_compiled")
 
@@ -214,10 +215,10 @@ def _always(token: str) -> bool:
     return True
 
 
-_REPEAT = _lazy(r"(.)\1{7}")
-_WORDY = _lazy(r"[a-z]+(?:[-_.][a-z]+)*")
-_DIGIT = _lazy(r"\d")
-_PLAIN_WORD = _lazy(r"[A-Za-z][a-z]*")
+_REPEAT = re.compile(r"(.)\1{7}")
+_WORDY = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
+_DIGIT = re.compile(r"\d")
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*")
 
 _E = r"(?![A-Za-z0-9_])"  # nothing word-like after the token
 _EH = r"(?![A-Za-z0-9_-])"  # ... nor a hyphen, for formats whose alphabet has one
@@ -318,16 +319,16 @@ _RULES: list[tuple[str, str, str, Callable[[str], bool]]] = [
 _PROVIDERS = _lazy(
     r"(?<![A-Za-z0-9_])(?:" + "|".join(f"(?P<r{i}>{body}){end}" for i, (_, body, end, _) in enumerate(_RULES)) + ")")
 # Where provider tokens can be: runs of 20+ token characters (no space, quote or bracket).
-_RUN = _lazy(r"[A-Za-z0-9_\-+/=.~:@|%]{20,}")
+_RUN = re.compile(r"[A-Za-z0-9_\-+/=.~:@|%]{20,}")
 
 _PEM = _lazy(r"(?i)-{4,5} ?BEGIN[ \t]+(?:[A-Z0-9]+[ \t]+)*PRIVATE[ \t]+KEY(?:[ \t]+BLOCK)? ?-{4,5}"
                   r"|PuTTY-User-Key-File-\d+:")
 _AWS_SECRET = _lazy(
     r"(?i)aws[\w.-]{0,20}?(?:secret|private)[\w.-]{0,20}?[\"']?\s*(?:[:=]|=>)\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])")
-_NUGET = _lazy(r"(?i)<add\s+key=[\"'](?:ClearText)?Password[\"']\s+value=[\"'](?P<value>[^\"']{4,})[\"']")
-_K8S_KIND = _lazy(r"(?im)^\s*kind:\s*[\"']?secret[\"']?\s*$")
-_K8S_DATA = _lazy(r"(?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\n(?P<body>(?:(?P=indent)[ \t]+\S.*(?:\n|$))+)")
-_K8S_ITEM = _lazy(r"(?m)^[ \t]+[\w.-]+:[ \t]*[\"']?(?P<value>[^\s\"']+)")
+_NUGET = re.compile(r"(?i)<add\s+key=[\"'](?:ClearText)?Password[\"']\s+value=[\"'](?P<value>[^\"']{4,})[\"']")
+_K8S_KIND = re.compile(r"(?im)^\s*kind:\s*[\"']?secret[\"']?\s*$")
+_K8S_DATA = re.compile(r"(?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\n(?P<body>(?:(?P=indent)[ \t]+\S.*(?:\n|$))+)")
+_K8S_ITEM = re.compile(r"(?m)^[ \t]+[\w.-]+:[ \t]*[\"']?(?P<value>[^\s\"']+)")
 
 # ---------------------------------------------------------------------------------------------
 # Shapes that are not one provider's format.
@@ -360,8 +361,8 @@ _COMMAND = _lazy(
     r"|\baz\s+login\b[^\n]{0,300}?\s(?:-p|--password)[ =](?P<p19>\S+)"
     r"|\bpsexec\b[^\n]{0,300}?\s-p\s+(?P<p20>\S+)")
 _BASIC = _lazy(r"(?i)\bauthorization['\"]?\s*[:=]\s*['\"]?basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})")
-_BEARER = _lazy(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9_\-.~+/]{20,}=*)")
-_QUERY_SECRET = _lazy(
+_BEARER = re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9_\-.~+/]{20,}=*)")
+_QUERY_SECRET = re.compile(
     r"(?i)[?&](?:access_token|api_key|apikey|token|key|secret|client_secret|sig|signature|password)="
     r"(?P<value>[^\s&#]{12,})")
 
@@ -385,9 +386,9 @@ _PLACEHOLDER = _lazy(
 _PASSWORD_MANAGERS = {"1password", "bitwarden", "keepass", "keepassxc", "lastpass", "dashlane",
                       "keychain", "vault", "pass", "nordpass", "protonpass", "enpass"}
 # an attribute or variable reference in code (settings.SECRET_KEY), not a literal
-_REFERENCE = _lazy(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_REFERENCE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 # prose words that follow "password:" / "token:" without being a value
-_PROSE_VALUE = _lazy(r"^[a-z]+[.!?]?$")
+_PROSE_VALUE = re.compile(r"^[a-z]+[.!?]?$")
 
 # gitleaks' keyword rules: a provider's name, then `=`/`:` and its key. The value must look
 # random (16+ characters, letters and digits mixed); UUIDs and 40-hex commit ids are ids.
@@ -410,20 +411,20 @@ _PROVIDER_ASSIGN = _lazy(
 _ID_WORDS = _lazy(r"(?i)(?:^|[_\-. ])(?:id|ids|sha|commit|release|version|hash|digest|checksum|rev|revision|build|region|"
                        r"site|url|uri|host|domain|project|org|team|channel|user|username|email|handle|account|env|"
                        r"environment|name|workspace|app)(?:$|[_\-. ])")
-_UUID = _lazy(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
-_HEX40 = _lazy(r"[0-9a-fA-F]{40}")
-_ALNUM_SWITCH = _lazy(r"[A-Za-z](?=\d)|\d(?=[A-Za-z])")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_HEX40 = re.compile(r"[0-9a-fA-F]{40}")
+_ALNUM_SWITCH = re.compile(r"[A-Za-z](?=\d)|\d(?=[A-Za-z])")
 
 # Encoded and high-entropy tokens.
-_BASE64 = _lazy(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/=_\-])")
-_DATA_URI = _lazy(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
-_PUBLIC_KEY = _lazy(
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/=_\-])")
+_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
+_PUBLIC_KEY = re.compile(
     r"\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
     r"\s+AAAA[A-Za-z0-9+/]+={0,3}")
-_TOKEN = _lazy(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
-_URL = _lazy(r"(?i)\b(?:https?|ftp|wss?)://\S+")
-_LOWER, _UPPER = _lazy(r"[a-z]"), _lazy(r"[A-Z]")
-_HEXISH = _lazy(r"[0-9a-fA-F\-]+")
+_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
+_URL = re.compile(r"(?i)\b(?:https?|ftp|wss?)://\S+")
+_LOWER, _UPPER = re.compile(r"[a-z]"), re.compile(r"[A-Z]")
+_HEXISH = re.compile(r"[0-9a-fA-F\-]+")
 
 # Normalisation: characters that hide inside a token without being seen (zero-width, bidi and
 # other format characters, variation selectors, tag characters), spaces that are not U+0020,
@@ -636,7 +637,7 @@ def _provider_value(name: str, value: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Rule 5: a provider key split by single spaces or line breaks.
 
-_NOT_PLAIN = _lazy(r"(?<!\S)[^\s]*?(?:[0-9_+/=~@|%]|[a-z][A-Z]|[A-Z]{2})\S*")
+_NOT_PLAIN = re.compile(r"(?<!\S)[^\s]*?(?:[0-9_+/=~@|%]|[a-z][A-Z]|[A-Z]{2})\S*")
 _LEAD = "'\"`([{<"
 _TRAIL = "'\"`)]}>,;:.!?"
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base.config import TEMPLATE_DIR, yaml_cached, yaml_problem
+from vaultmem.base.config import TEMPLATE_DIR, is_yaml_error, yaml_cached, yaml_problem
 from vaultmem.base.errors import ConfigError
 
 URGENCIES = ("critical", "important", "reference", "background")
@@ -58,9 +58,7 @@ def load_yaml_template(path: Path, parsed_dir: Path | None = None) -> dict[str, 
     try:
         data = yaml_cached(path.read_text(encoding="utf-8"), kept) or {}
     except Exception as exc:
-        import yaml
-
-        if not isinstance(exc, (OSError, UnicodeDecodeError, yaml.YAMLError)):
+        if not (isinstance(exc, (OSError, UnicodeDecodeError)) or is_yaml_error(exc)):
             raise
         raise ConfigError(f"cannot read template {path}: {yaml_problem(exc)}; fix it or delete the vault's copy") from None
     if not isinstance(data, dict):

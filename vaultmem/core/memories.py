@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.base import portable
-from vaultmem.base.config import TEMPLATE_DIR, Settings, load_settings
+from vaultmem.base.config import PARSED_DIR, TEMPLATE_DIR, Settings, load_settings
 from vaultmem.base.errors import (
     Ambiguous,
     ConflictError,
@@ -422,7 +422,6 @@ class Memories:
 
     def enricher(self) -> Any:
         """The process-wide enricher for this vault's templates (spaCy loads on first use)."""
-        from vaultmem.base.config import PARSED_DIR
         from vaultmem.core.enrich import get_enricher
 
         return get_enricher(self.vault.state_dir / "templates", self.settings.spacy_model,

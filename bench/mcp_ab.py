@@ -1,0 +1,122 @@
+"""MCP `search_memory` round trips of this checkout against another commit, call by call: two
+`vaultmem mcp` servers on the same vault, the same queries, each query sent to one and then the
+other (which goes first alternates). A machine whose speed drifts by a third from one minute to
+the next (docs/performance.md) moves both servers' figures together, so the per-query ratio
+shows a 5 % change that separate runs of `mcp_latency.py` cannot.
+
+    python bench/mcp_ab.py --against 0f43a91 --vault V10K --searches 400
+    python bench/mcp_ab.py --vault V10K        # this checkout twice: the noise floor
+
+A client that writes and reads JSON-RPC lines itself (no SDK on the client's side), the
+queries of `mcp_latency.py` (two topics of bench_core's corpus, top_k 10). Prints each
+server's median and p95, the median of new/old per query, how many replies were identical
+(structuredContent; a change meant to be speed only must keep them all, but for the odd one
+whose decay score or age moved in its last digit between the two calls: 399 of 400 in a run of
+this checkout against itself), and the load average and `calibrate.py`'s figure before and
+after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibrate import calibration_ms  # noqa: E402
+from checkouts import checkouts  # noqa: E402
+from corpus import TOPICS  # noqa: E402
+
+
+class Server:
+    """`vaultmem mcp --vault VAULT` with the package in `tree`, initialized."""
+
+    def __init__(self, tree: Path, vault: Path, cwd: Path, cache: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH")}
+        env.update(PYTHONPATH=str(tree), VAULTMEM_EMBEDDINGS="off", VAULTMEM_MCP_HOST="off",
+                   XDG_CACHE_HOME=str(cache))
+        self.process = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)],
+                                        cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL)
+        self.ids = iter(range(1, 1 << 30))
+        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "bench", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.call("tools/list")
+        self.call("tools/call", {"name": "search_memory", "arguments": {"query": "deploy"}})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> tuple[float, Any]:
+        """(seconds from writing the request to reading the reply, the result)."""
+        assert self.process.stdout is not None
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self.ids), "method": method}
+        if params is not None:
+            message["params"] = params
+        start = time.perf_counter()
+        self.send(message)
+        line = self.process.stdout.readline()
+        took = time.perf_counter() - start
+        reply = json.loads(line) if line else {}
+        if "result" not in reply or reply["result"].get("isError"):
+            sys.exit(f"{method} failed: {line[:500]!r}")
+        return took, reply["result"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vault", type=Path, required=True, help="a built vault (mcp_latency.py --keep DIR)")
+    ap.add_argument("--against", help="the commit to compare with (a temporary git worktree); "
+                                      "none: this checkout against itself")
+    ap.add_argument("--searches", type=int, default=400)
+    args = ap.parse_args()
+    with checkouts(args.against) as (trees, scratch), tempfile.TemporaryDirectory() as cache:
+        old_name = args.against or "this checkout"
+        print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms before")
+        old = Server(trees[old_name], args.vault, scratch, Path(cache) / "old")
+        new = Server(trees["this checkout"], args.vault, scratch, Path(cache) / "new")
+        rng, topics = random.Random(3), list(TOPICS)
+        times: dict[str, list[float]] = {"old": [], "new": []}
+        identical = 0
+        try:
+            for i in range(args.searches):
+                params = {"name": "search_memory",
+                          "arguments": {"query": " ".join(rng.sample(topics, 2)), "top_k": 10}}
+                replies = {}
+                for name, server in (("old", old), ("new", new)) if i % 2 else (("new", new), ("old", old)):
+                    took, result = server.call("tools/call", params)
+                    times[name].append(took)
+                    replies[name] = result.get("structuredContent")
+                identical += replies["old"] == replies["new"]
+        finally:
+            old.close()
+            new.close()
+        for name, label in (("old", old_name), ("new", "this checkout")):
+            ordered = sorted(times[name])
+            print(f"{name} ({label}): median {1000 * statistics.median(ordered):.2f} ms, "
+                  f"p95 {1000 * ordered[int(0.95 * (len(ordered) - 1))]:.2f} ms")
+        ratios = [n / o for n, o in zip(times["new"], times["old"], strict=True)]
+        print(f"new/old per query: median {statistics.median(ratios):.3f}; "
+              f"identical replies {identical} of {args.searches}")
+        print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms after")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
+from collections.abc import Iterator
 
 import pytest
 import yaml
@@ -105,6 +107,65 @@ def test_slugify():
     assert notes.slugify("Zoë prefers the café") == "zoë-prefers-the-café"
     assert notes.slugify("!!!") == "memory"
     assert notes.slugify("See [[api-guidelines|the guide]] now") == "see-api-guidelines-now"
+
+
+def slugify_whole(text: str, max_words: int = 6, max_chars: int = 48) -> str:
+    """slugify as it was before it read long texts from their opening: every character."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", text)
+    if "[[" in text:
+        text = re.sub(r"\[\[([^\]|#]*)(?:[^\]]*)\]\]", r"\1", text)
+    words = re.findall(r"[^\W_]+", text.lower())
+    slug = ""
+    for word in words[:max_words]:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > max_chars:
+            break
+        slug = candidate
+    return slug or (words[0][:max_chars] if words else "memory")
+
+
+# What could make a text's opening slug differently from the whole: characters NFKC composes
+# or expands (combining marks, Hangul jamo, halfwidth kana and voiced mark, Kannada and Oriya
+# length marks, ligatures, fullwidth brackets that become "[["), a final sigma, Unicode spaces,
+# and wikilinks across the cut.
+SLUG_PIECES = ["a", "Zoë", "ΟΔΟΣ", "Σ", "İ", " ", "  ", "\n", "\t", "\u00a0", "\u3000", "\u0301", "e\u0301",
+               "\u1100", "\u1161", "\u11a8", "ｱ", "ﾞ", "\u0cbf", "\u0cd5", "\u0b47", "\u0b3e", "ﬁ", "Å",
+               "[[", "]]", "[", "]", "|", "#", "[[x#", "[[y|", "［", "］", "_", "-", "1", "word", "東京", "!"]
+
+
+@contextlib.contextmanager
+def slug_head(value: int) -> Iterator[None]:
+    """note._SLUG_HEAD set to `value` (small: the cut falls anywhere in a short text)."""
+    original = notes._SLUG_HEAD
+    notes._SLUG_HEAD = value
+    try:
+        yield
+    finally:
+        notes._SLUG_HEAD = original
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(st.sampled_from(SLUG_PIECES), max_size=60), head=st.integers(1, 12),
+       max_words=st.integers(1, 8), max_chars=st.integers(1, 48))
+def test_slugify_from_the_opening_equals_the_whole_text(pieces, head, max_words, max_chars):
+    text = "".join(pieces)
+    with slug_head(head):
+        assert notes.slugify(text, max_words, max_chars) == slugify_whole(text, max_words, max_chars)
+
+
+def test_slugify_reads_a_long_text_from_its_opening():
+    long = "Deploy the Kafka migration on Friday after the review " + "filler words " * 400
+    assert notes.slugify(long) == slugify_whole(long) == "deploy-the-kafka-migration-on-friday"
+    # a wikilink that starts in the opening and ends after it: the whole text decides
+    linked = "Start [[" + "target " * 100 + "|shown]] " + "more " * 200
+    assert notes.slugify(linked) == slugify_whole(linked) == "start-target-target-target-target-target"
+    sectioned = "Start [[a#" + "section " * 100 + "]] " + "more " * 200  # the link's target only
+    assert notes.slugify(sectioned) == slugify_whole(sectioned) == "start-a-more-more-more-more"
+    # no white space before an ASCII character after the opening: the whole text
+    spaceless = "東京" * 600 + " Kafka"
+    assert notes.slugify(spaceless) == slugify_whole(spaceless) == "東京" * 24
 
 
 scalars = st.one_of(

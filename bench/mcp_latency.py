@@ -17,6 +17,8 @@ with a `ping` round trip and a tool call that does no work (`memory_block_get` o
 what the SDK on both sides and the pipes cost without a search. Last, the same searches from
 a client that writes and reads JSON-RPC lines itself (`plain client`): the server's share
 without the Python SDK client's (its own parsing and validation, ~0.3 ms a message here).
+`bench/calibrate.py`'s figure before and after: this machine runs the same code up to a third
+slower from one hour to the next (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import TOPICS, build_vault  # noqa: E402
+from calibrate import calibration_ms  # noqa: E402
 
 SPACED = 7  # searches 1.2 s apart, after the timed ones
 
@@ -211,6 +214,7 @@ def measure(vault: Path, searches: int) -> dict[str, float]:
     """A first session with nothing recorded (it records its first answers), then the
     session measured, which starts with them, and a first start after `vaultmem mcp config`;
     prints and returns the figures."""
+    print(f"calibration before: {calibration_ms():.1f} ms (bench/calibrate.py: this machine's speed now)")
     with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-cache-") as cache:
         first = asyncio.run(run(vault, 1, Path(cache)))
         out = {"first start: " + key: first[key]
@@ -229,6 +233,7 @@ def measure(vault: Path, searches: int) -> dict[str, float]:
                     for key in ("initialize answered s", "tools/list answered s")})
     for key, value in out.items():
         print(f"{key:52s} {value:8.2f}")
+    print(f"calibration after: {calibration_ms():.1f} ms")
     return out
 
 

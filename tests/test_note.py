@@ -110,20 +110,14 @@ def test_slugify():
 
 
 def slugify_whole(text: str, max_words: int = 6, max_chars: int = 48) -> str:
-    """slugify as it was before it read long texts from their opening: every character."""
+    """slugify as it was before it read long texts from their opening: the words of every
+    character (NFKC, wikilinks as their target, lowercase)."""
     import unicodedata
 
     text = unicodedata.normalize("NFKC", text)
     if "[[" in text:
         text = re.sub(r"\[\[([^\]|#]*)(?:[^\]]*)\]\]", r"\1", text)
-    words = re.findall(r"[^\W_]+", text.lower())
-    slug = ""
-    for word in words[:max_words]:
-        candidate = f"{slug}-{word}" if slug else word
-        if len(candidate) > max_chars:
-            break
-        slug = candidate
-    return slug or (words[0][:max_chars] if words else "memory")
+    return notes.slug_from_words(re.findall(r"[^\W_]+", text.lower()), max_words, max_chars)
 
 
 # What could make a text's opening slug differently from the whole: characters NFKC composes

@@ -746,6 +746,12 @@ def slugify(text: str, max_words: int = 6, max_chars: int = 48) -> str:
                 words = None  # the slug may need a word after the cut
     if words is None:
         words = _slug_words(text)
+    return slug_from_words(words, max_words, max_chars)
+
+
+def slug_from_words(words: list[str], max_words: int = 6, max_chars: int = 48) -> str:
+    """The first `max_words` of `words` joined by hyphens, up to `max_chars` (the first word
+    cut to fit when it alone is longer); "memory" when there are none."""
     slug = ""
     for word in words[:max_words]:
         candidate = f"{slug}-{word}" if slug else word

@@ -19,65 +19,26 @@ after.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibrate import calibration_ms  # noqa: E402
 from checkouts import checkouts  # noqa: E402
 from corpus import TOPICS  # noqa: E402
+from mcp_latency import PlainClient  # noqa: E402
 
 
-class Server:
-    """`vaultmem mcp --vault VAULT` with the package in `tree`, initialized."""
-
-    def __init__(self, tree: Path, vault: Path, cwd: Path, cache: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH")}
-        env.update(PYTHONPATH=str(tree), VAULTMEM_EMBEDDINGS="off", VAULTMEM_MCP_HOST="off",
-                   XDG_CACHE_HOME=str(cache))
-        self.process = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)],
-                                        cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL)
-        self.ids = iter(range(1, 1 << 30))
-        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": "bench", "version": "0"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        self.call("tools/list")
-        self.call("tools/call", {"name": "search_memory", "arguments": {"query": "deploy"}})
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
-
-    def call(self, method: str, params: dict[str, Any] | None = None) -> tuple[float, Any]:
-        """(seconds from writing the request to reading the reply, the result)."""
-        assert self.process.stdout is not None
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self.ids), "method": method}
-        if params is not None:
-            message["params"] = params
-        start = time.perf_counter()
-        self.send(message)
-        line = self.process.stdout.readline()
-        took = time.perf_counter() - start
-        reply = json.loads(line) if line else {}
-        if "result" not in reply or reply["result"].get("isError"):
-            sys.exit(f"{method} failed: {line[:500]!r}")
-        return took, reply["result"]
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait()
+def server(tree: Path, vault: Path, cwd: Path, cache: Path) -> PlainClient:
+    """`vaultmem mcp --vault VAULT` with the package in `tree`, served by itself (never a watcher)."""
+    env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH")}
+    env.update(PYTHONPATH=str(tree), VAULTMEM_EMBEDDINGS="off", VAULTMEM_MCP_HOST="off", XDG_CACHE_HOME=str(cache))
+    return PlainClient(vault, env, cwd)
 
 
 def main() -> None:
@@ -90,8 +51,8 @@ def main() -> None:
     with checkouts(args.against) as (trees, scratch), tempfile.TemporaryDirectory() as cache:
         old_name = args.against or "this checkout"
         print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms before")
-        old = Server(trees[old_name], args.vault, scratch, Path(cache) / "old")
-        new = Server(trees["this checkout"], args.vault, scratch, Path(cache) / "new")
+        old = server(trees[old_name], args.vault, scratch, Path(cache) / "old")
+        new = server(trees["this checkout"], args.vault, scratch, Path(cache) / "new")
         rng, topics = random.Random(3), list(TOPICS)
         times: dict[str, list[float]] = {"old": [], "new": []}
         identical = 0
@@ -100,8 +61,8 @@ def main() -> None:
                 params = {"name": "search_memory",
                           "arguments": {"query": " ".join(rng.sample(topics, 2)), "top_k": 10}}
                 replies = {}
-                for name, server in (("old", old), ("new", new)) if i % 2 else (("new", new), ("old", old)):
-                    took, result = server.call("tools/call", params)
+                for name, client in (("old", old), ("new", new)) if i % 2 else (("new", new), ("old", old)):
+                    took, result = client.call("tools/call", params)
                     times[name].append(took)
                     replies[name] = result.get("structuredContent")
                 identical += replies["old"] == replies["new"]

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import TOPICS, build_vault  # noqa: E402
@@ -135,40 +136,59 @@ async def run(vault: Path, searches: int, cache: Path, idle: float = 0.0) -> dic
     return out
 
 
+class PlainClient:
+    """A `vaultmem mcp --vault VAULT` server driven by JSON-RPC lines written and read here, no
+    SDK on the client's side; initialized, its tools listed and one search made."""
+
+    def __init__(self, vault: Path, env: dict[str, str], cwd: Path | None = None) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], cwd=cwd,
+                                        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL)
+        self.ids = iter(range(1, 1 << 30))
+        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "bench", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.call("tools/list")
+        self.call("tools/call", {"name": "search_memory", "arguments": {"query": "deploy"}})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> tuple[float, Any]:
+        """(seconds from writing the request to reading the reply, the result)."""
+        assert self.process.stdout is not None
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self.ids), "method": method}
+        if params is not None:
+            message["params"] = params
+        start = time.perf_counter()
+        self.send(message)
+        line = self.process.stdout.readline()
+        took = time.perf_counter() - start
+        reply = json.loads(line) if line else {}
+        if "result" not in reply or reply["result"].get("isError"):
+            sys.exit(f"{method} failed: {line[:500]!r}")
+        return took, reply["result"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
 def plain(vault: Path, searches: int, cache: Path) -> dict[str, float]:
     """The timed searches (same queries) and pings from a client without the SDK: one JSON
     line written, one read."""
-    server = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], env=server_env(cache),
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert server.stdin is not None and server.stdout is not None
-    ids = iter(range(1, 1 << 30))
-
-    def call(method: str, params: dict | None = None) -> float:
-        message: dict = {"jsonrpc": "2.0", "id": next(ids), "method": method}
-        if params is not None:
-            message["params"] = params
-        t = time.perf_counter()
-        server.stdin.write(json.dumps(message).encode() + b"\n")
-        server.stdin.flush()
-        reply = json.loads(server.stdout.readline())
-        elapsed = time.perf_counter() - t
-        assert "result" in reply and not reply["result"].get("isError"), reply
-        return elapsed
-
+    client = PlainClient(vault, server_env(cache))
     try:
-        call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                            "clientInfo": {"name": "bench", "version": "0"}})
-        server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        call("tools/list")
-        call("tools/call", {"name": "search_memory", "arguments": {"query": "deploy"}})
         rng, topics = random.Random(3), list(TOPICS)
-        times = [call("tools/call", {"name": "search_memory",
-                                     "arguments": {"query": " ".join(rng.sample(topics, 2)), "top_k": 10}})
+        times = [client.call("tools/call", {"name": "search_memory",
+                                            "arguments": {"query": " ".join(rng.sample(topics, 2)), "top_k": 10}})[0]
                  for _ in range(searches)]
-        pings = [call("ping") for _ in range(100)]
+        pings = [client.call("ping")[0] for _ in range(100)]
     finally:
-        server.stdin.close()
-        server.wait()
+        client.close()
     median, p95 = median_p95_ms(times)
     return {"plain client: search median ms": median, "plain client: search p95 ms": p95,
             "plain client: ping median ms": 1000 * statistics.median(pings)}

@@ -726,26 +726,27 @@ _SLUG_HEAD = 256
 _SLUG_CUT = re.compile(r"[ \t\n\r\f\v](?=[\x00-\x7f])")
 
 
-def _slug_words(text: str) -> list[str]:
-    """The words a slug is made of, in order: NFKC, wikilinks as their target, lowercase."""
+def _slug_words(text: str, opening: bool = False) -> list[str] | None:
+    """The words a slug is made of, in order: NFKC, wikilinks as their target, lowercase.
+    None for an `opening` in which a wikilink starts (it may end after the cut)."""
     text = unicodedata.normalize("NFKC", text)
     if "[[" in text:
+        if opening:
+            return None
         text = _SLUG_LINK.sub(r"\1", text)  # wikilinks -> their target
     return _SLUG_WORDS(text.lower())
 
 
 def slugify(text: str, max_words: int = 6, max_chars: int = 48) -> str:
     """File-name slug of the first words: lowercase, hyphens, letters of any script."""
-    words: list[str] | None = None
+    words = None
     cut = _SLUG_CUT.search(text, _SLUG_HEAD) if len(text) > 2 * _SLUG_HEAD else None
     if cut is not None:
-        opening = unicodedata.normalize("NFKC", text[: cut.end()])
-        if "[[" not in opening:
-            words = _SLUG_WORDS(opening.lower())
-            if len(words) < max_words:
-                words = None  # the slug may need a word after the cut
+        words = _slug_words(text[: cut.end()], opening=True)
+        if words is not None and len(words) < max_words:
+            words = None  # the slug may need a word after the cut
     if words is None:
-        words = _slug_words(text)
+        words = _slug_words(text) or []
     return slug_from_words(words, max_words, max_chars)
 
 

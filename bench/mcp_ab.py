@@ -6,6 +6,11 @@ shows a 5 % change that separate runs of `mcp_latency.py` cannot.
 
     python bench/mcp_ab.py --against 0f43a91 --vault V10K --searches 400
     python bench/mcp_ab.py --vault V10K        # this checkout twice: the noise floor
+    python bench/mcp_ab.py --against 76d81ad --against-vault OLD --vault V10K
+
+A commit whose index format differs from this checkout's serves its own copy of the vault's
+notes (`--against-vault`, indexed by that commit's `vaultmem index rebuild`): two servers on one
+vault would rebuild each other's index.
 
 A client that writes and reads JSON-RPC lines itself (no SDK on the client's side), the
 queries of `mcp_latency.py` (two topics of bench_core's corpus, top_k 10). Prints each
@@ -46,12 +51,15 @@ def main() -> None:
     ap.add_argument("--vault", type=Path, required=True, help="a built vault (mcp_latency.py --keep DIR)")
     ap.add_argument("--against", help="the commit to compare with (a temporary git worktree); "
                                       "none: this checkout against itself")
+    ap.add_argument("--against-vault", type=Path,
+                    help="the vault the --against server serves: a copy of --vault's notes indexed by that commit "
+                         "(default: --vault)")
     ap.add_argument("--searches", type=int, default=400)
     args = ap.parse_args()
     with checkouts(args.against) as (trees, scratch), tempfile.TemporaryDirectory() as cache:
         old_name = args.against or "this checkout"
         print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms before")
-        old = server(trees[old_name], args.vault, scratch, Path(cache) / "old")
+        old = server(trees[old_name], args.against_vault or args.vault, scratch, Path(cache) / "old")
         new = server(trees["this checkout"], args.vault, scratch, Path(cache) / "new")
         rng, topics = random.Random(3), list(TOPICS)
         times: dict[str, list[float]] = {"old": [], "new": []}

@@ -12,10 +12,11 @@ A commit whose index format differs from this checkout's serves its own copy of 
 notes (`--against-vault`, indexed by that commit's `vaultmem index rebuild`): two servers on one
 vault would rebuild each other's index.
 
-A client that writes and reads JSON-RPC lines itself (no SDK on the client's side), the
-queries of `mcp_latency.py` (two topics of bench_core's corpus, top_k 10). Prints each
-server's median and p95, the median of new/old per query, how many replies were identical
-(structuredContent; a change meant to be speed only must keep them all, but for the odd one
+A client that writes and reads JSON-RPC lines itself (no SDK on the client's side), or with
+`--client sdk` two of the Python SDK's `ClientSession`s (the client `mcp_latency.py`'s headline
+figure and the issue's were measured with), the queries of `mcp_latency.py` (two topics of
+bench_core's corpus, top_k 10). Prints each server's median and p95, the median of new/old per
+query, how many replies were identical (structuredContent; a change meant to be speed only must keep them all, but for the odd one
 whose decay score or age moved in its last digit between the two calls: 399 of 400 in a run of
 this checkout against itself), and the load average and `calibrate.py`'s figure before and
 after.
@@ -24,12 +25,16 @@ after.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import os
 import random
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -39,11 +44,71 @@ from corpus import TOPICS  # noqa: E402
 from mcp_latency import PlainClient  # noqa: E402
 
 
-def server(tree: Path, vault: Path, cwd: Path, cache: Path) -> PlainClient:
-    """`vaultmem mcp --vault VAULT` with the package in `tree`, served by itself (never a watcher)."""
+def server_env(tree: Path, cache: Path) -> dict[str, str]:
+    """A `vaultmem mcp` server's environment: the package in `tree`, served by itself (never a
+    watcher), lexical search."""
     env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH")}
     env.update(PYTHONPATH=str(tree), VAULTMEM_EMBEDDINGS="off", VAULTMEM_MCP_HOST="off", XDG_CACHE_HOME=str(cache))
-    return PlainClient(vault, env, cwd)
+    return env
+
+
+@contextlib.asynccontextmanager
+async def plain_server(tree: Path, vault: Path, cwd: Path, cache: Path) -> Any:
+    """`vaultmem mcp --vault VAULT` driven by `PlainClient`: a call is (seconds, structuredContent)."""
+    client = PlainClient(vault, server_env(tree, cache), cwd)
+
+    async def call(params: dict[str, Any]) -> tuple[float, Any]:
+        took, result = client.call("tools/call", params)
+        return took, result.get("structuredContent")
+
+    try:
+        yield call
+    finally:
+        client.close()
+
+
+@contextlib.asynccontextmanager
+async def sdk_server(tree: Path, vault: Path, cwd: Path, cache: Path) -> Any:
+    """The same server driven by the Python SDK's `ClientSession` over stdio."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault)],
+                                   env=server_env(tree, cache), cwd=str(cwd))
+    with open(os.devnull, "w") as devnull:
+        async with stdio_client(params, errlog=devnull) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("search_memory", {"query": "deploy"})
+
+            async def call(params: dict[str, Any]) -> tuple[float, Any]:
+                start = time.perf_counter()
+                result = await session.call_tool(params["name"], params["arguments"])
+                took = time.perf_counter() - start
+                if result.is_error:
+                    sys.exit(f"search failed: {result.content}")
+                return took, result.structured_content
+
+            yield call
+
+
+async def compare(args: argparse.Namespace, trees: dict[str, Path], scratch: Path, cache: Path,
+                  old_name: str) -> tuple[dict[str, list[float]], int]:
+    """Each server's round trips, the same queries to both, and how many replies were identical."""
+    start = sdk_server if args.client == "sdk" else plain_server
+    rng, topics = random.Random(3), list(TOPICS)
+    times: dict[str, list[float]] = {"old": [], "new": []}
+    identical = 0
+    async with start(trees[old_name], args.against_vault or args.vault, scratch, cache / "old") as old, \
+            start(trees["this checkout"], args.vault, scratch, cache / "new") as new:
+        for i in range(args.searches):
+            params = {"name": "search_memory",
+                      "arguments": {"query": " ".join(rng.sample(topics, 2)), "top_k": 10}}
+            replies = {}
+            for name, call in (("old", old), ("new", new)) if i % 2 else (("new", new), ("old", old)):
+                took, replies[name] = await call(params)
+                times[name].append(took)
+            identical += replies["old"] == replies["new"]
+    return times, identical
 
 
 def main() -> None:
@@ -55,28 +120,14 @@ def main() -> None:
                     help="the vault the --against server serves: a copy of --vault's notes indexed by that commit "
                          "(default: --vault)")
     ap.add_argument("--searches", type=int, default=400)
+    ap.add_argument("--client", choices=("plain", "sdk"), default="plain",
+                    help="plain: JSON-RPC lines written and read here; sdk: the Python SDK's ClientSession")
     args = ap.parse_args()
     with checkouts(args.against) as (trees, scratch), tempfile.TemporaryDirectory() as cache:
         old_name = args.against or "this checkout"
-        print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms before")
-        old = server(trees[old_name], args.against_vault or args.vault, scratch, Path(cache) / "old")
-        new = server(trees["this checkout"], args.vault, scratch, Path(cache) / "new")
-        rng, topics = random.Random(3), list(TOPICS)
-        times: dict[str, list[float]] = {"old": [], "new": []}
-        identical = 0
-        try:
-            for i in range(args.searches):
-                params = {"name": "search_memory",
-                          "arguments": {"query": " ".join(rng.sample(topics, 2)), "top_k": 10}}
-                replies = {}
-                for name, client in (("old", old), ("new", new)) if i % 2 else (("new", new), ("old", old)):
-                    took, result = client.call("tools/call", params)
-                    times[name].append(took)
-                    replies[name] = result.get("structuredContent")
-                identical += replies["old"] == replies["new"]
-        finally:
-            old.close()
-            new.close()
+        print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms before; "
+              f"{args.client} client")
+        times, identical = asyncio.run(compare(args, trees, scratch, Path(cache), old_name))
         for name, label in (("old", old_name), ("new", "this checkout")):
             ordered = sorted(times[name])
             print(f"{name} ({label}): median {1000 * statistics.median(ordered):.2f} ms, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 
@@ -453,6 +454,45 @@ def test_warm_opens_the_index_and_reads_nothing_into_the_notes(store, vault_path
     store.vault.scan = lambda *a, **k: scans.append(1) or {}
     assert [r["content"] for r in store.search("deploys")["results"]] == ["Deploys go out on Tuesdays"]
     assert scans == []
+
+
+def test_ranking_rows_kept_by_a_long_lived_process_follow_every_write(vault_path, clock, monkeypatch):
+    """A server keeps the ranking rows it read (Index.rank_records) until the catalog changes:
+    each read equals a fresh one from SQLite, a write by another process (a CLI touch) or by
+    this one is seen by the next read, and the rows kept stay under their bound."""
+    from vaultmem.storage import index as idx
+
+    monkeypatch.setattr(idx, "RANK_CACHE_ROWS", 8)
+    server = MemoryStore(vault_path, clock=clock)
+    server.long_lived = True
+    paths = [server.resolve(server.save(f"Kafka topic {i} keeps {i} days of orders", dedupe=False)["memory_id"]).path
+             for i in range(12)]
+
+    def fresh(some: list[str]) -> dict[str, tuple]:
+        return {p: dataclasses.astuple(r) for p, r in server.index._read_rank_records(some).items()}
+
+    def kept(some: list[str]) -> dict[str, tuple]:
+        return {p: dataclasses.astuple(r) for p, r in server.index.rank_records(some).items()}
+
+    assert kept(paths[:6]) == fresh(paths[:6])
+    assert kept(paths[:6]) == fresh(paths[:6])  # now from the rows kept
+    assert set(server.index._rank_rows) == set(paths[:6])
+    cli = MemoryStore(vault_path, clock=clock)  # another process's connection to the catalog
+    clock.advance(hours=2)
+    cli.touch(paths[2].rsplit("/", 1)[1].removesuffix(".md"), boost_strength=True)
+    cli.close()
+    after = server.index.rank_records(paths[:6])
+    assert after[paths[2]].use_count == 1 and after[paths[2]].strength == 1.1
+    assert after[paths[2]].last_used == clock().timestamp()
+    assert kept(paths[:6]) == fresh(paths[:6])
+    server.touch(paths[3].rsplit("/", 1)[1].removesuffix(".md"))  # this process's own write
+    assert server.index.rank_records(paths[3:4])[paths[3]].use_count == 1
+    assert kept(paths) == fresh(paths)  # 12 rows read: the oldest go
+    assert len(server.index._rank_rows) <= 8
+    assert [r["content"] for r in server.search("kafka topic 7 days", top_k=1)["results"]] == [
+        "Kafka topic 7 keeps 7 days of orders"]
+    server.close()
+    assert server.index._rank_rows == {}
 
 
 def test_properties_read_from_the_catalog_are_each_records_own(store):

@@ -20,6 +20,7 @@ import operator
 import os
 import re
 import sqlite3
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -51,6 +52,10 @@ NOTE_PREVIEW_CHARS = 4000
 # SQLite's page cache in a long-lived process (Index.long_lived), KiB; its default is 2,000.
 # Searches measured no slower with the smaller one (docs/performance.md).
 LONG_LIVED_CACHE_KIB = 512
+# Ranking rows (`Index.rank_records`) a long-lived process keeps until the catalog changes,
+# the most recently read first to stay (~720 bytes each: ~1.5 MB; at 10,000 memories a
+# server's searches found 59 % of their candidates there, docs/performance.md).
+RANK_CACHE_ROWS = 2048
 # BM25 with the Anserini/Lucene-for-IR defaults (k1 0.9, b 0.4): memories are short and
 # of very uneven length, and full length normalisation (b 0.75) punishes the long ones that
 # carry the detail. Whoosh's SQR coordination bonus (OrGroup scale) counts field clauses,
@@ -438,6 +443,8 @@ class Index:
         # (catalog version, its listing or the listing's digest): see diff
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]] | tuple[int, int]] | None = None
         self._records_cache: tuple[Any, list[Record]] | None = None
+        self._rank_rows: dict[str, Record] = {}  # rank_records of a long-lived process, oldest first
+        self._rank_key: Any = None  # (catalog version, viewer) they were read at
         # Set before the catalog opens (Memories.long_lived): a process that serves for hours
         # keeps a smaller SQLite page cache and never holds the catalog's listing whole.
         self.long_lived = False
@@ -527,6 +534,7 @@ class Index:
         self._query_tokens = {}
         self._fingerprints = None
         self._records_cache = None
+        self._rank_rows, self._rank_key = {}, None
         if self._db is not None:
             self._db.close()
         self._db = None
@@ -837,14 +845,44 @@ class Index:
         context are left empty (a search ranks up to 100 candidates to show 10; reading their
         text cost a third of it); source is kept, with agent it names a memory's episode. Read
         the shown ones with `by_paths`."""
+        if not self.long_lived:
+            return self._read_rank_records(paths)
+        # A long-lived process keeps them until the catalog changes (any write, by any
+        # process): a search's 100 rows cost 0.5-0.8 ms from SQLite at 10,000 notes, and the
+        # memories a vault's searches find recur. The records are shared: treat as read-only.
+        key = (self.version(), self.viewer)
+        kept = self._rank_rows
+        if self._rank_key != key:
+            kept.clear()
+            self._rank_key = key
         found: dict[str, Record] = {}
+        missing = []
+        for path in paths:
+            rec = kept.pop(path, None)
+            if rec is None:
+                missing.append(path)
+            else:
+                found[path] = kept[path] = rec  # read again: now the newest
+        if missing:
+            read = self._read_rank_records(missing)
+            found.update(read)
+            kept.update(read)
+            if len(kept) > RANK_CACHE_ROWS:  # the oldest quarter goes
+                for path in list(itertools.islice(kept, len(kept) - RANK_CACHE_ROWS * 3 // 4)):
+                    del kept[path]
+        return found
+
+    def _read_rank_records(self, paths: Sequence[str]) -> dict[str, Record]:
+        found: dict[str, Record] = {}
+        intern = sys.intern  # the few kinds, statuses, types and origins: held once by the rows kept
         for marks, chunk in linkmod.in_chunks(paths):
             for (path, mtime_ns, size, kind, id_, status, created, last_used, use_count, strength, memory_type,
                  pinned, source, agent, props) in self.db.execute(
                     f"SELECT {_RANK_SELECT} FROM notes WHERE path IN ({marks})", chunk):
-                found[path] = Record(path, mtime_ns, size, kind, id_, status, "", "", created, last_used, use_count,
-                                     strength, memory_type, bool(pinned), [], [], source, None, agent,
-                                     _props_of(props), None)
+                found[path] = Record(path, mtime_ns, size, kind and intern(kind), id_, status and intern(status),
+                                     "", "", created, last_used, use_count, strength,
+                                     memory_type and intern(memory_type), bool(pinned), [], [],
+                                     source and intern(source), None, agent and intern(agent), _props_of(props), None)
         return found
 
     def neighbours(self, paths: Sequence[str], span: int = 1) -> list[

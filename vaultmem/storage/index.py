@@ -874,11 +874,16 @@ class Index:
 
     def _read_rank_records(self, paths: Sequence[str]) -> dict[str, Record]:
         found: dict[str, Record] = {}
-        intern = sys.intern  # the few kinds, statuses, types and origins: held once by the rows kept
+        # Held by a long-lived process (rank_records): the few kinds, statuses, types and origins
+        # once each (interned), each path as the caller's own string (the searcher's, which
+        # bm25.doc_paths keeps too)
+        intern = sys.intern
         for marks, chunk in linkmod.in_chunks(paths):
+            own = {path: path for path in chunk}
             for (path, mtime_ns, size, kind, id_, status, created, last_used, use_count, strength, memory_type,
                  pinned, source, agent, props) in self.db.execute(
                     f"SELECT {_RANK_SELECT} FROM notes WHERE path IN ({marks})", chunk):
+                path = own.get(path, path)
                 found[path] = Record(path, mtime_ns, size, kind and intern(kind), id_, status and intern(status),
                                      "", "", created, last_used, use_count, strength,
                                      memory_type and intern(memory_type), bool(pinned), [], [],

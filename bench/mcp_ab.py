@@ -10,16 +10,21 @@ shows a 5 % change that separate runs of `mcp_latency.py` cannot.
 
 A commit whose index format differs from this checkout's serves its own copy of the vault's
 notes (`--against-vault`, indexed by that commit's `vaultmem index rebuild`): two servers on one
-vault would rebuild each other's index.
+vault would rebuild each other's index. For example:
+
+    mkdir OLD && (cd V10K && tar cf - --exclude=./.vaultmem/index .) | (cd OLD && tar xf -)
+    git worktree add /tmp/old-tree 76d81ad
+    PYTHONPATH=/tmp/old-tree python -m vaultmem index rebuild --vault OLD --quiet
+    git worktree remove /tmp/old-tree
 
 A client that writes and reads JSON-RPC lines itself (no SDK on the client's side), or with
 `--client sdk` two of the Python SDK's `ClientSession`s (the client `mcp_latency.py`'s headline
 figure and the issue's were measured with), the queries of `mcp_latency.py` (two topics of
 bench_core's corpus, top_k 10). Prints each server's median and p95, the median of new/old per
-query, how many replies were identical (structuredContent; a change meant to be speed only must keep them all, but for the odd one
-whose decay score or age moved in its last digit between the two calls: 399 of 400 in a run of
-this checkout against itself), and the load average and `calibrate.py`'s figure before and
-after.
+query, how many replies were identical (structuredContent; a change meant to be speed only must
+keep them all, but for the odd one whose decay score or age moved in its last digit between
+the two calls: 399 of 400 in a run of this checkout against itself), and the load average and
+`calibrate.py`'s figure before and after.
 """
 
 from __future__ import annotations

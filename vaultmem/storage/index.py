@@ -53,8 +53,8 @@ NOTE_PREVIEW_CHARS = 4000
 # Searches measured no slower with the smaller one (docs/performance.md).
 LONG_LIVED_CACHE_KIB = 512
 # Ranking rows (`Index.rank_records`) a long-lived process keeps until the catalog changes,
-# the most recently read first to stay (~720 bytes each: ~1.5 MB; at 10,000 memories a
-# server's searches found 59 % of their candidates there, docs/performance.md).
+# the most recently read first to stay (~690 bytes each: ~1.4 MB; at 10,000 memories
+# bench_core's topic pairs found 55-59 % of their candidates there, docs/performance.md).
 RANK_CACHE_ROWS = 2048
 # BM25 with the Anserini/Lucene-for-IR defaults (k1 0.9, b 0.4): memories are short and
 # of very uneven length, and full length normalisation (b 0.75) punishes the long ones that

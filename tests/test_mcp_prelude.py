@@ -118,9 +118,10 @@ def test_a_client_that_stops_reading_ends_the_session():
     assert early == prelude.Early(None, b"", closed=True)
 
 
-def test_the_server_is_built_while_the_client_is_silent_once_the_sdk_has_loaded():
-    """`when_loaded` runs on the answering thread after the loader finished and before the
-    next message is read; the message is then left for the SDK as usual."""
+def test_the_server_is_built_and_handed_the_session_while_the_client_is_silent():
+    """`when_loaded` runs on the answering thread after the loader finished, and the session
+    goes to the SDK at once, before the client's next message: what comes next is left unread
+    for the SDK, and nothing answered later comes from the record."""
     import importlib
     import threading
 
@@ -130,25 +131,33 @@ def test_the_server_is_built_while_the_client_is_silent_once_the_sdk_has_loaded(
     out_r, out_w = os.pipe()
     os.write(in_w, f"{init()}\n{INITIALIZED}\n{TOOLS_LIST}\n".encode())
     events: list[str] = []
-    built = threading.Event()
+    built, returned, sent = threading.Event(), threading.Event(), threading.Lock()
+    later = TOOLS_LIST.replace('"id":2', '"id":4') + "\n" + CALL + "\n"
 
     def build() -> None:
         events.append(f"built on {threading.current_thread().name}")
         built.set()
 
-    def later() -> None:  # the client's next message, once the server is built (or after 10 s)
-        built.wait(10)
-        events.append("call sent")
-        os.write(in_w, (CALL + "\n").encode())
+    def send_later() -> None:  # the client's next messages, if the prelude is still reading 1 s on
+        if built.wait(10) and not returned.wait(1.0):
+            with sent:
+                os.write(in_w, later.encode())
 
-    threading.Thread(target=later, daemon=True).start()
+    threading.Thread(target=send_later, daemon=True).start()
     try:
         early = prelude.answer_early(ANSWERS, in_r, out_w, warm_up=True, when_loaded=build)
+        returned.set()
+        if sent.acquire(blocking=False):
+            os.write(in_w, later.encode())
+        left = os.read(in_r, 1 << 16).decode()
+        answered = os.read(out_r, 1 << 16).decode().splitlines()
     finally:
         for fd in (in_r, in_w, out_w, out_r):
             os.close(fd)
-    assert events == [f"built on {threading.current_thread().name}", "call sent"]
-    assert early.answered == ["initialize", "tools/list"] and early.unread == (CALL + "\n").encode()
+    assert events == [f"built on {threading.current_thread().name}"]
+    assert early.answered == ["initialize", "tools/list"] and early.unread == b"" and early.initialized
+    assert [json.loads(frame)["id"] for frame in answered] == [1, 2]  # tools/list 4 left for the SDK
+    assert left == later
 
 
 def test_nothing_recorded_or_no_pipes_answers_nothing(tmp_path):

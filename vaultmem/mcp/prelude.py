@@ -11,8 +11,10 @@ anything else (a tool call, `resources/list`, a request with parameters, a proto
 nothing was recorded for, an `initialize` with fields it does not know) hands the session
 to the SDK as if the SDK had read every line itself: the client's `initialize` is replayed
 to it with its answer dropped, then the unread bytes (`server.resumed`, the path a session
-handed back by a stopping watcher takes). The client sees the SDK's own answers, about half
-a second sooner; a tool call waits until the SDK has loaded.
+handed back by a stopping watcher takes). So does the SDK having loaded while the client is
+silent: the server is built and the session handed over then, ready for the next message.
+The client sees the SDK's own answers, about half a second sooner; a tool call waits until
+the SDK has loaded.
 
 Only where stdin and stdout are pipes or sockets (how every MCP client starts a server) and
 the event loop's pipe transports serve the session (`stdio.pipe_streams`: not Windows).
@@ -283,7 +285,8 @@ def answer_early(answers: dict[str, dict[str, Any]], in_fd: int = 0, out_fd: int
                  warm_up: bool = False, when_loaded: Callable[[], None] | None = None) -> Early | None:
     """Answer the session's first messages on `in_fd`/`out_fd` from `answers` (`recorded`)
     until one needs the SDK (importing it meanwhile on a thread when `warm_up`, then running
-    `when_loaded` on this thread if the client is still silent: building the server); None
+    `when_loaded` on this thread if the client is still silent, building the server, and
+    returning at once: the SDK serves what comes next); None
     when nothing could be answered this way (no recorded answers, or the descriptors are not
     pipes or sockets), and nothing was read."""
     if not answers or not portable.piped(in_fd, out_fd):
@@ -300,11 +303,15 @@ def answer_early(answers: dict[str, dict[str, Any]], in_fd: int = 0, out_fd: int
 
 
 class _Idle:
-    """While the client is silent: once the SDK has loaded, run `task` (once)."""
+    """While the client is silent: once the SDK has loaded, run `task` (once); `done` once it ran."""
 
     def __init__(self, loader: threading.Thread, task: Callable[[], None]) -> None:
         self.loader = loader
         self.task: Callable[[], None] | None = task
+
+    @property
+    def done(self) -> bool:
+        return self.task is None
 
     def wait(self, fd: int) -> None:
         """Return when `fd` has something to read, having run the task if its time came first."""
@@ -327,6 +334,11 @@ def _answer(answers: dict[str, dict[str, Any]], in_fd: int, out_fd: int, idle: _
         if cut < 0:
             if idle is not None:
                 idle.wait(in_fd)
+                if idle.done:
+                    # The server is built: the SDK takes the session now, while the client is
+                    # silent, so its loop, streams and the replayed initialize are ready before
+                    # the next message (a first tool call waited ~20 ms for them).
+                    return Early(init_line, buffer, initialized, False, answered)
             try:
                 chunk = os.read(in_fd, 1 << 16)
             except InterruptedError:

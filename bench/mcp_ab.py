@@ -47,13 +47,14 @@ from calibrate import calibration_ms  # noqa: E402
 from checkouts import checkouts  # noqa: E402
 from corpus import TOPICS  # noqa: E402
 from mcp_latency import PlainClient  # noqa: E402
+from mcp_latency import server_env as latency_env  # noqa: E402
 
 
 def server_env(tree: Path, cache: Path) -> dict[str, str]:
-    """A `vaultmem mcp` server's environment: the package in `tree`, served by itself (never a
-    watcher), lexical search."""
-    env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH")}
-    env.update(PYTHONPATH=str(tree), VAULTMEM_EMBEDDINGS="off", VAULTMEM_MCP_HOST="off", XDG_CACHE_HOME=str(cache))
+    """`mcp_latency.py`'s server environment with the package in `tree`, served by itself
+    (never a watcher)."""
+    env = latency_env(cache)
+    env.update(PYTHONPATH=str(tree), VAULTMEM_MCP_HOST="off")
     return env
 
 

@@ -196,8 +196,7 @@ class Memories:
         server's first search took ~10 ms more without it). Lexical: the embedding model is
         loaded only when a search asks for it. Reads only; run it on the thread that will
         serve (SQLite connections belong to their thread)."""
-        self.sync()
-        self.search("vaultmem", mode="lexical")
+        self.search("vaultmem", mode="lexical")  # its freshness check first, as every search's
 
     def close(self) -> None:
         self.index.close()

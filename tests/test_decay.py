@@ -98,3 +98,46 @@ def test_a_scorer_for_many_memories_gives_column_score_s_floats(model, uses, age
     last = None if age_s is None else now_ts - age_s
     assert (scoring.column_scorer(now_ts, s)(uses, last, strength, memory_type, pinned)
             == scoring.column_score(uses, last, strength, memory_type, pinned, now_ts, s))
+
+
+@settings(max_examples=400, deadline=None)
+@given(model=st.sampled_from(["power_law", "exponential", "two_component"]),
+       uses=st.one_of(st.none(), st.integers(-3, 10_000)),
+       age_s=st.one_of(st.none(), st.floats(-86_400, 3650 * 86_400)),
+       strength=st.one_of(st.none(), st.floats(0.0, 2.0)),
+       memory_type=st.sampled_from([None, "", "semantic", "procedural", "Core", "PROCEDURAL", "coré", "KORE"]),
+       pinned=st.sampled_from([None, 0, 1]), alpha=st.floats(0.3, 3.0), halflife=st.floats(0.5, 90),
+       beta=st.floats(0.0, 1.0), fast_weight=st.floats(0.0, 1.0))
+@example(model="power_law", uses=1, age_s=-3600.0, strength=1.0, memory_type=None, pinned=0, alpha=1.0,
+         halflife=7.0, beta=0.6, fast_weight=0.7)
+def test_sqlite_scores_a_memory_to_column_score_s_bit(model, uses, age_s, strength, memory_type, pinned, alpha,
+                                                      halflife, beta, fast_weight):
+    """scoring.sql_score (stats scores a whole vault in SQLite) gives column_score's float to the
+    last bit, for every model but actr and the columns' empty values."""
+    import dataclasses
+    import sqlite3
+
+    from vaultmem.core import scoring
+    from vaultmem.storage.index import math_functions
+
+    if not math_functions():
+        pytest.skip("this Python's SQLite has no math functions: stats scores in Python")
+    s = dataclasses.replace(Settings(), decay_model=model, pl_alpha=alpha, pl_halflife_days=halflife,
+                            decay_beta=beta, tc_fast_weight=fast_weight)
+    now_ts = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc).timestamp()
+    last = None if age_s is None else now_ts - age_s
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE notes (use_count INTEGER, last_used REAL, strength REAL, memory_type TEXT,"
+               " pinned INTEGER)")
+    db.execute("INSERT INTO notes VALUES (?, ?, ?, ?, ?)", (uses, last, strength, memory_type, pinned))
+    expr, params = scoring.sql_score(now_ts, s)
+    (got,), = db.execute(f"SELECT {expr} FROM notes", params).fetchall()
+    assert got == scoring.column_score(uses, last, strength, memory_type, pinned, now_ts, s)
+
+
+def test_sqlite_leaves_actr_to_python():
+    import dataclasses
+
+    from vaultmem.core import scoring
+
+    assert scoring.sql_score(0.0, dataclasses.replace(Settings(), decay_model="actr")) is None

@@ -192,12 +192,13 @@ def test_read_graph_on_the_sample_vault(sample):
 
 @pytest.mark.parametrize("person_notes", [0, 40], ids=["mostly-memories", "mostly-notes"])
 @pytest.mark.parametrize("model", ["power_law", "exponential", "two_component", "actr"])
-def test_graph_scores_equal_decay_score(sample, sample_vault, clock, model, person_notes):
+def test_graph_scores_equal_decay_score(sample, sample_vault, clock, model, person_notes, monkeypatch):
     """Whichever way the catalog is read (one pass when most notes are memories, the kind
     index when most are the person's), every memory is scored as score_of scores it, and
-    stats agree."""
+    stats agree, scored in SQLite or (without its math functions) in Python."""
     import dataclasses
 
+    from vaultmem.core import memories
     from vaultmem.features.graph import _scored_memories
 
     for i in range(person_notes):
@@ -206,6 +207,9 @@ def test_graph_scores_equal_decay_score(sample, sample_vault, clock, model, pers
     clock.advance(days=3)
     sample.sync()
     stats = sample.stats()
+    with monkeypatch.context() as patched:
+        patched.setattr(memories, "math_functions", lambda: False)
+        assert sample.stats() == stats
     assert stats["vault_notes"] == 2 + person_notes
     fast = {path: score for path, score, _u in _scored_memories(sample, None, clock())}
     slow = {r.path: sample.score_of(r, clock()) for r in sample.index.records("kind = 'memory'")}
@@ -547,3 +551,27 @@ def test_canvas_reads_at_a_glance(store, vault_path, clock):
     edges = sorted((by_id[e["fromNode"]], by_id[e["toNode"]], e.get("label", "")) for e in data["edges"])
     assert edges == [(a["path"], b["path"], ""), (a["path"], b["path"], "supports")]
     assert result["edges"] == 2
+
+
+def test_stats_in_sqlite_and_in_python_agree_on_a_person_s_memories(store, vault_path, clock, monkeypatch):
+    """Memories as people write them (CRLF, pinned, a core type in capitals, their own status,
+    a forgotten one, one without properties): stats give the same counts and averages scored
+    in SQLite as in Python."""
+    from vaultmem.core import memories
+
+    stm = vault_path / "memory/stm"
+    (stm / "pinned.md").write_bytes(b"---\r\nid: a1\r\nlast_used: 2026-01-01T00:00:00Z\r\nuse_count: 7\r\n"
+                                    b"pinned: true\r\nstatus: draft\r\n---\r\nPinned, in draft.\r\n")
+    (stm / "core.md").write_text("---\nmemory_type: Core\nuse_count: 3\nstrength: 0.4\n---\nA core fact.\n")
+    (stm / "old.md").write_text("---\nlast_used: 2025-06-01T00:00:00Z\nuse_count: 2\n---\nAn old one.\n")
+    (stm / "gone.md").write_text("---\nid: g1\ndeleted: true\n---\nForgotten.\n")
+    (stm / "plain.md").write_text("A note a person dropped in, no properties.\n")
+    clock.advance(days=30)
+    stats = store.stats()
+    with monkeypatch.context() as patched:
+        patched.setattr(memories, "math_functions", lambda: False)
+        assert store.stats() == stats
+    assert {k: stats[k] for k in ("total_memories", "by_status", "avg_score", "avg_use_count",
+                                  "below_forget_threshold")} == {
+        "total_memories": 5, "by_status": {"active": 4, "promoted": 0, "archived": 0, "deleted": 1},
+        "avg_score": 0.9212, "avg_use_count": 2.4, "below_forget_threshold": 1}  # 12 uses; old.md below

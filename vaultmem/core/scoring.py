@@ -206,6 +206,37 @@ def column_scorer(now_ts: float, settings: Settings) -> Callable[
     return score
 
 
+def sql_score(now_ts: float, settings: Settings) -> tuple[str, dict[str, float]] | None:
+    """`column_score` at `now_ts` as an SQL expression over the catalog's columns and its
+    parameters, for SQLite to score a whole vault (`stats`: 100,000 memories in ~0.1 s
+    against ~0.35 s a row at a time in Python). The same floats: SQLite's pow and exp are the
+    C library's, as Python's are, and each product is taken in the same order
+    (tests/test_decay.py holds them to the bit). SQLite's lower() folds ASCII only; Python's
+    lower() maps no other letter into the immune types' words. None under actr, which reads
+    each note's access history."""
+    model = settings.decay_model
+    if model == "actr":
+        return None
+    params = {"beta": settings.decay_beta, "now": now_ts}
+    age = "max(0.0, coalesce(:now - last_used, 0.0))"
+    if model == "exponential":
+        factor = f"exp(:neg_lam * {age})"
+        params["neg_lam"] = -settings.decay_lambda
+    elif model == "two_component":
+        weight = settings.tc_fast_weight
+        factor = f"(:fast_w * exp(:neg_fast * {age}) + :slow_w * exp(:neg_slow * {age}))"
+        params.update(fast_w=weight, slow_w=1 - weight, neg_fast=-settings.tc_lambda_fast,
+                      neg_slow=-settings.tc_lambda_slow)
+    else:  # power_law, as decay.decay_of_age writes it
+        alpha = settings.pl_alpha
+        factor = f"pow(1 + {age} / :t0, :neg_alpha)"
+        params.update(t0=settings.pl_halflife_days * decay.DAY / (2 ** (1 / alpha) - 1), neg_alpha=-alpha)
+    immune = ", ".join(f"'{t}'" for t in sorted(decay.IMMUNE_TYPES))
+    return (f"pow(max(coalesce(use_count, 0), 0) + 1, :beta)"
+            f" * (CASE WHEN coalesce(pinned, 0) != 0 OR lower(memory_type) IN ({immune}) THEN 1.0 ELSE {factor} END)"
+            f" * coalesce(strength, 1.0)"), params
+
+
 def record_score(rec: Record, now: dt.datetime, settings: Settings) -> float:
     """A catalog record's decay score under the configured model (`decay.score`; outside
     actr straight from the catalog's timestamp, without building datetimes: a search scores

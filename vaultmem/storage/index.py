@@ -1528,6 +1528,18 @@ def create_indexes(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+@functools.lru_cache(maxsize=1)
+def math_functions() -> bool:
+    """This Python's SQLite has the math functions (pow, exp: SQLITE_ENABLE_MATH_FUNCTIONS,
+    on in most builds since 3.35); where it lacks them, callers score in Python."""
+    try:
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.execute("SELECT pow(2.0, 0.5), exp(0.0)").fetchone()
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
 def _connect(path: Path, indexes: bool = True) -> sqlite3.Connection:
     """The catalog, created if new (without its secondary indexes when not `indexes`: a
     rebuild's, see _INDEXES); not bound to the thread that opens it: a server's store

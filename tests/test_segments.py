@@ -97,8 +97,22 @@ def test_plan_merges_small_segments_past_the_limit_and_everything_past_the_garba
     lots_deleted = Seg(100, 26)
     assert segments.plan([lots_deleted]) == [lots_deleted]  # rewritten alone to drop its deletions
     outside = [big, Seg(13), Seg(13)]
-    assert segments.plan(outside) == outside  # 26 documents outside the big one
+    assert segments.plan(outside) == outside[1:]  # 26 documents outside the big one: merged into a peer
     assert segments.plan([big, Seg(13), Seg(13, 1)]) == []  # 25 live ones outside
+    assert segments.plan([big, Seg(26)]) == []  # a peer
+
+
+def test_plan_leaves_a_rebuild_s_segments_as_they_are():
+    """A rebuild leaves one segment per process that parsed: peers, merged only when worn."""
+    halves, rest = [Seg(50_000), Seg(50_000)], Seg(2_600)
+    assert segments.plan([*halves, rest]) == []
+    assert segments.plan([*halves, rest, Seg(1)]) == []  # 2,601 small documents: not past the share
+    commits = [Seg(1) for _ in range(6)]
+    assert segments.plan([*halves, rest, *commits]) == [rest, *commits]  # 9 segments: the small ones
+    worn = Seg(50_000, 12_501)
+    assert segments.plan([halves[0], worn, rest]) == [worn, rest]  # rewritten alone, with the small one
+    peers = [Seg(30_000) for _ in range(9)]
+    assert segments.plan(peers) == peers[1:]  # more than MAX_SEGMENTS peers: all but the biggest
 
 
 def test_commits_without_merging_add_one_segment_each(tmp_path):

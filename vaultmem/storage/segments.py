@@ -29,8 +29,9 @@ from vaultmem.base import portable
 if TYPE_CHECKING:
     import subprocess  # the type only: spawn_python imports it when a merge is spawned
 
-MAX_SEGMENTS = 8  # more segments than this: merge all but the biggest
-GARBAGE_SHARE = 0.25  # deletions in the biggest segment, or documents outside it, past this share of it: merge all
+MAX_SEGMENTS = 8  # more segments than this: merge the small ones (plan)
+# a segment's deletions past this share of it, or the small ones' documents past this share of the biggest: merge (plan)
+GARBAGE_SHARE = 0.25
 
 NOTHING_TO_DO, MERGED, FAILED = 1, 0, 2  # the child's exit codes
 
@@ -38,22 +39,31 @@ NOTHING_TO_DO, MERGED, FAILED = 1, 0, 2  # the child's exit codes
 def plan(segments: Sequence[Any]) -> list[Any]:
     """The segments to merge into one (empty: leave the index as it is).
 
-    Searches read every segment and skip deleted documents, so both are kept bounded: the
-    small segments the watcher's commits leave are merged once there are more than
-    MAX_SEGMENTS; the big segment is rewritten (with the rest) only when its deleted
-    documents, or the documents outside it, pass GARBAGE_SHARE of it, so a big merge
-    happens once per ~1,250 edits of a 10,000-note vault rather than every few batches.
+    Searches read every segment and skip deleted documents, so both are kept bounded. The
+    segments past GARBAGE_SHARE of the biggest are its peers (a rebuild leaves one per
+    process that parsed: 2-5 of them), each left as it is until its own deleted documents
+    pass GARBAGE_SHARE: then it is rewritten, with the small ones. The small ones (the
+    watcher's commits leave one each) are merged together once there are more than
+    MAX_SEGMENTS segments, or once their documents pass GARBAGE_SHARE of the biggest (the
+    merged one is then a peer: it is not rewritten with every later commit). So no merge
+    rewrites a rebuild's segments because there are several of them: at 100,000 memories
+    that took ~90 s under the vault lock, and a save waiting for the lock gave up after 60 s.
+    When the peers alone are more than MAX_SEGMENTS, all but the biggest are merged.
     """
     if not segments:
         return []
-    big = max(segments, key=lambda s: s.doc_count_all())
-    size = big.doc_count_all()
-    rest = [s for s in segments if s is not big]
-    outside = sum(s.doc_count_all() - s.deleted_count() for s in rest)
-    if big.deleted_count() > GARBAGE_SHARE * size or (rest and outside > GARBAGE_SHARE * size):
-        return list(segments)
+    biggest = max(s.doc_count_all() for s in segments)
+    small = [s for s in segments if s.doc_count_all() <= GARBAGE_SHARE * biggest]
+    worn = [s for s in segments if s.doc_count_all() > GARBAGE_SHARE * biggest
+            and s.deleted_count() > GARBAGE_SHARE * s.doc_count_all()]
+    if worn:
+        return [s for s in segments if any(s is x for x in (*worn, *small))]  # in the index's order
+    outside = sum(s.doc_count_all() - s.deleted_count() for s in small)
+    if len(small) > 1 and (len(segments) > MAX_SEGMENTS or outside > GARBAGE_SHARE * biggest):
+        return small
     if len(segments) > MAX_SEGMENTS:
-        return rest
+        big = max(segments, key=lambda s: s.doc_count_all())
+        return [s for s in segments if s is not big]
     return []
 
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import Clock
 from test_watcher import note_text
 
-from vaultmem.base import portable, walk
+from vaultmem.base import walk
 from vaultmem.base.config import load_settings
 from vaultmem.cli import ahead
 from vaultmem.store import MemoryStore
@@ -26,8 +26,6 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the walk runs a
 def _no_child_left():
     yield
     walk.cancel_ahead()
-    assert not walk._listings and not portable.LISTINGS_AHEAD
-    portable._LISTINGS.clear()
 
 
 def person_vault(root: Path) -> Path:
@@ -128,21 +126,15 @@ def test_which_commands_walk_ahead(tmp_path, monkeypatch):
     monkeypatch.setenv("VAULTMEM_VAULT", str(root))
     assert ahead.start(["recall", "x"]) and started[-1] == str(root)
     assert ahead.start(["context", "--json"])
-    # long-lived processes, help, a missing folder: nothing starts
-    listed = []
-    monkeypatch.setattr(walk, "start_listing", lambda f: listed.append(f) or True)
-    for args in (["mcp"], ["watch"], ["search", "--help"], ["save", "--help"], [], ["--version"],
-                 ["search", "x", "--vault", str(tmp_path / "missing")], ["save", "x", "--vault", str(tmp_path)]):
+    # writes, long-lived processes, help, a missing folder: nothing starts
+    for args in (["save", "x"], ["mcp"], ["watch"], ["search", "--help"], [], ["--version"],
+                 ["search", "x", "--vault", str(tmp_path / "missing")]):
         assert ahead.start(args) is False, args
-    assert len(started) == 3 and listed == []
-    # a save has its short-term folder listed instead of the vault walked
-    assert ahead.start(["save", "x"]) and ahead.start(["store", "x", "--vault", str(root)])
-    assert listed == [str(root / "memory/stm")] * 2 and len(started) == 3
-    # a running watcher answers the freshness check: no walk; a save's folder is still listed
+    assert len(started) == 3
+    # a running watcher answers the freshness check: no walk
     (root / ".vaultmem/state").mkdir(parents=True, exist_ok=True)
     (root / ".vaultmem/state/watcher.json").write_text(json.dumps({"pid": os.getpid(), "state": "running"}))
     assert ahead.start(["search", "x"]) is False
-    assert ahead.start(["save", "x"]) and len(listed) == 3
 
 
 def test_the_vault_option_and_the_command_are_read_from_the_command_line():
@@ -221,67 +213,3 @@ def test_the_child_holds_none_of_the_commands_terminal_or_pipes(tmp_path, monkey
         time.sleep(0.01)
     assert [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)] == [os.devnull] * 3
     assert walk.take_ahead(root)[0] == walk.listing_digest(real(root)[0])
-
-
-def test_the_child_lists_the_folder_as_the_case_check_would(tmp_path):
-    root = person_vault(tmp_path / "vault")
-    stm = str(root / "memory/stm")
-    (root / "memory/stm/Café-Crème.md").write_text("a person's note\n")  # a name that is not ASCII
-    assert walk.start_listing(stm) is True and walk.start_listing(stm) is False  # one child per folder
-    stamp, names = walk.take_listing(stm)
-    assert stamp == portable.folder_stamp(stm)
-    everything = os.listdir(os.fsencode(stm))
-    assert sorted(names.get(os.fsdecode(n).casefold())[0] for n in everything) == sorted(os.listdir(stm))
-    assert walk.take_listing(stm) is None and not portable.LISTINGS_AHEAD  # taken once
-
-
-def test_a_cold_save_takes_its_folder_s_listing_from_the_child(tmp_path, monkeypatch):
-    """The save's case check uses the child's listing: no listing of the folder in the command
-    (os.listdir fails there after the fork), the variant the person made before is avoided."""
-    import uuid
-
-    from vaultmem.core import memories
-
-    root = person_vault(tmp_path / "vault")
-    (root / "memory/stm/Zebra-Case-ABCDEF12.md").write_text("the person's, made before the command\n")
-    assert ahead.start(["save", "zebra case", "--vault", str(root)]) is True
-    real = os.listdir
-
-    def no_stm(path):
-        if os.fsdecode(path).endswith("memory/stm"):
-            raise AssertionError("listed the folder in the command")
-        return real(path)
-
-    monkeypatch.setattr(os, "listdir", no_stm)  # after the fork: the child has its own
-    monkeypatch.setattr(memories.uuid, "uuid4", lambda: uuid.UUID("abcdef12-0000-4000-8000-000000000001"))
-    store = MemoryStore(root, settings=load_settings(root), clock=Clock())
-    saved = store.save("zebra case")
-    assert saved["path"] == "memory/stm/zebra-case-abcdef12-1.md"
-    assert not walk._listings and not portable.LISTINGS_AHEAD
-    store.close()
-
-
-def test_a_listing_the_folder_outgrew_is_not_used(tmp_path):
-    """A name added after the child listed changes the folder's stamp: the check lists again."""
-    root = person_vault(tmp_path / "vault")
-    stm = root / "memory/stm"
-    assert walk.start_listing(str(stm))
-    taken = walk.take_listing(str(stm))
-    (stm / "Later-Note.md").write_text("made after the child listed\n")
-    portable.LISTINGS_AHEAD[str(stm)] = lambda: taken
-    assert portable.case_variant(stm / "later-note.md") == stm / "Later-Note.md"
-    assert not portable.LISTINGS_AHEAD
-
-
-def test_a_child_that_cannot_list_leaves_the_listing_to_the_command(tmp_path, monkeypatch):
-    root = person_vault(tmp_path / "vault")
-    stm = root / "memory/stm"
-    (stm / "Zebra-Case.md").write_text("x\n")
-
-    def broken(_folder):
-        raise OSError("disk gone")
-
-    monkeypatch.setattr(portable, "listing", broken)  # what the forked child runs
-    assert walk.start_listing(str(stm))
-    assert portable.case_variant(stm / "zebra-case.md") == stm / "Zebra-Case.md"
-    assert not walk._listings and not portable.LISTINGS_AHEAD

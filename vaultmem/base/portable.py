@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable
 
 ENV = "VAULTMEM_PLATFORM_RULES"
 RULES = ("no-fork", "no-fcntl", "no-glibc", "case-insensitive", "no-pread")
@@ -413,19 +412,9 @@ class FoldedNames:
     __slots__ = ("first", "more", "_names", "_folded")
 
     def __init__(self, names: list[bytes]) -> None:
-        self._take(*split_names(names))
-
-    @classmethod
-    def from_split(cls, ascii_names: bytes, others: list[bytes]) -> FoldedNames:
-        """The names as `split_names` gives them (a child that listed the folder sends that)."""
-        folded = cls.__new__(cls)
-        folded._take(ascii_names, others)
-        return folded
-
-    def _take(self, ascii_names: bytes, other_names: list[bytes]) -> None:
-        self._names = ascii_names
-        self._folded = ascii_names.lower()
-        others = [os.fsdecode(name) for name in other_names]
+        self._names = b"\0".join(itertools.chain((b"",), itertools.compress(names, map(bytes.isascii, names)), (b"",)))
+        self._folded = self._names.lower()
+        others = [os.fsdecode(name) for name in itertools.filterfalse(bytes.isascii, names)]
         self.first: dict[str, str] = dict(zip(map(str.casefold, others), others, strict=True))
         self.more: dict[str, tuple[str, ...]] = {}
         if len(self.first) != len(others):  # names differing only in case: keep every spelling
@@ -457,46 +446,18 @@ class FoldedNames:
             self.first[key] = name
 
 
-def split_names(names: list[bytes]) -> tuple[bytes, list[bytes]]:
-    """A folder's names as FoldedNames holds them: the ASCII ones joined, each between NULs,
-    and the others."""
-    return (b"\0".join(itertools.chain((b"",), itertools.compress(names, map(bytes.isascii, names)), (b"",))),
-            list(itertools.filterfalse(bytes.isascii, names)))
-
-
 _LISTINGS: dict[str, tuple[tuple[int, int, int], FoldedNames]] = {}
-# Listings of a folder a forked child is making (base/walk.py, start_listing), by folder:
-# each taken once, (stamp, names) or None when the child failed.
-LISTINGS_AHEAD: dict[str, Callable[[], tuple[tuple[int, int, int], FoldedNames] | None]] = {}
-
-
-def listing(folder: str) -> tuple[tuple[int, int, int], bytes, list[bytes]] | None:
-    """`folder`'s stamp and its names (`split_names`), the stamp taken first: an entry added
-    or removed while it lists changes the folder's stamp after the one given. None when it
-    cannot be listed."""
-    stamp = folder_stamp(folder)
-    if stamp is None:
-        return None
-    try:
-        return (stamp, *split_names(os.listdir(os.fsencode(folder))))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
 
 
 def _folded(folder: Path) -> FoldedNames:
     """The names in `folder` by their case-folded form. Listing and folding 100,000 names takes
-    ~100 ms in a fresh process (10,000: ~8 ms), and a save asks twice (a free name, then the
+    ~75 ms in a fresh process (10,000: ~8 ms), and a save asks twice (a free name, then the
     exclusive create), so the listing is kept while the folder's (inode, mtime, ctime) stay
-    the same: any entry added or removed changes them. A cold save has a child list its
-    folder while it imports (`LISTINGS_AHEAD`); that listing counts on the same terms."""
+    the same: any entry added or removed changes them."""
     stamp = folder_stamp(folder)
     if stamp is None:
         return FoldedNames([])
-    key = str(folder)
-    ahead = LISTINGS_AHEAD.pop(key, None)
-    if ahead is not None and (taken := ahead()) is not None:
-        _LISTINGS[key] = taken
-    cached = _LISTINGS.get(key)
+    cached = _LISTINGS.get(str(folder))
     if cached is not None and cached[0] == stamp:
         return cached[1]
     try:
@@ -510,7 +471,7 @@ def _folded(folder: Path) -> FoldedNames:
     return folded
 
 
-def folder_stamp(folder: str | os.PathLike[str]) -> tuple[int, int, int] | None:
+def folder_stamp(folder: Path) -> tuple[int, int, int] | None:
     try:
         st = os.stat(folder)
     except (FileNotFoundError, NotADirectoryError):

@@ -28,7 +28,7 @@ import contextlib
 import marshal
 import os
 import signal
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from vaultmem.base import portable
@@ -135,78 +135,6 @@ def walk(root: str, notes: bool = True, stat: bool = True) -> Listing:
 
 # The walk a forked child is making: (root, pid, read end of its pipe), or None.
 _ahead: tuple[str, int, int] | None = None
-# The folder listings forked children are making (start_listing): folder -> (pid, read end).
-_listings: dict[str, tuple[int, int]] = {}
-_cancel_at_exit: list[bool] = []  # cancel_ahead registered with atexit
-
-
-def _fork(work: Callable[[], bytes]) -> tuple[int, int] | None:
-    """A forked child that runs `work` and sends its bytes back: (pid, read end of its pipe),
-    or None where forking is unsafe, on a single core (the child would only wait for this
-    process's imports), or when the fork fails. The child holds nothing of this process's
-    terminal or pipes (a reader of the command's output sees its end when the command ends,
-    whatever the child does), and leaves without running the parent's exit code."""
-    if not portable.can_fork() or len(os.sched_getaffinity(0)) < 2:
-        return None
-    try:
-        read, write = os.pipe()
-    except OSError:
-        return None
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read)
-        os.close(write)
-        return None
-    if pid == 0:  # the child
-        code = 1
-        try:
-            os.close(read)
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
-            os.close(null)
-            data = work()
-            with open(write, "wb", closefd=True) as pipe:
-                pipe.write(data)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    if not _cancel_at_exit:
-        import atexit
-
-        atexit.register(cancel_ahead)
-        _cancel_at_exit.append(True)
-    return pid, read
-
-
-def _receive(pid: int, read: int) -> bytes | None:
-    """What the child `_fork` started sent, once it exited; None if it failed."""
-    chunks = []
-    failed = False
-    try:
-        with open(read, "rb", closefd=True) as pipe:
-            while chunk := pipe.read(1 << 20):
-                chunks.append(chunk)
-    except OSError:
-        failed = True
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)  # it may be blocked writing to a pipe nobody reads
-    try:
-        _, status = os.waitpid(pid, 0)  # reaped whatever happened: no zombie
-    except OSError:
-        return None
-    return None if failed or status != 0 else b"".join(chunks)
-
-
-def _stop(pid: int, read: int) -> None:
-    with contextlib.suppress(OSError):
-        os.close(read)
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        os.waitpid(pid, 0)
 
 
 def start_ahead(root: str) -> bool:
@@ -215,17 +143,40 @@ def start_ahead(root: str) -> bool:
     where forking is unsafe, on a single core, when a walk is already under way, or when the
     fork fails."""
     global _ahead
-    if _ahead is not None:
+    if _ahead is not None or not portable.can_fork() or len(os.sched_getaffinity(0)) < 2:
+        return False  # (one core: the child's walk would only wait for this process's imports)
+    try:
+        read, write = os.pipe()
+    except OSError:
         return False
-
-    def work() -> bytes:
-        found, temp, canvases = walk(root)
-        return marshal.dumps((listing_digest(found), temp, canvases))
-
-    started = _fork(work)
-    if started is None:
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
         return False
-    _ahead = (root, *started)
+    if pid == 0:  # the child: walk, send, and leave without running the parent's exit code
+        code = 1
+        try:
+            os.close(read)
+            # nothing of the command's terminal or pipes stays open here: a reader of the
+            # command's output sees its end when the command ends, whatever this child does
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.close(null)
+            found, temp, canvases = walk(root)
+            data = marshal.dumps((listing_digest(found), temp, canvases))
+            with open(write, "wb", closefd=True) as pipe:
+                pipe.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    _ahead = (root, pid, read)
+    import atexit
+
+    atexit.register(cancel_ahead)
     return True
 
 
@@ -245,61 +196,42 @@ def take_ahead(root: str) -> Summary | None:
         cancel_ahead()
         return None
     _ahead = None
-    data = _receive(pid, read)
-    if data is None:
+    chunks = []
+    failed = False
+    try:
+        with open(read, "rb", closefd=True) as pipe:
+            while chunk := pipe.read(1 << 20):
+                chunks.append(chunk)
+    except OSError:
+        failed = True
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)  # it may be blocked writing to a pipe nobody reads
+    try:
+        _, status = os.waitpid(pid, 0)  # reaped whatever happened: no zombie
+    except OSError:
+        return None
+    if failed or status != 0:
         return None
     try:
-        (count, total), temp, canvases = marshal.loads(data)
+        (count, total), temp, canvases = marshal.loads(b"".join(chunks))
     except (EOFError, ValueError, TypeError):
         return None
     return (count, total), temp, canvases
 
 
-def start_listing(folder: str) -> bool:
-    """Fork a child that lists `folder` (where a cold save is about to create its note) while
-    the command imports, for the save's case check (`portable.case_variant`): at 100,000
-    names, listing and splitting them is ~100 ms of the command's own time otherwise. The
-    listing is offered to `portable` (LISTINGS_AHEAD), which takes it the first time it needs
-    that folder and keeps it only while the folder's stamp is the one the child read before
-    listing. False where nothing started (see `_fork`, or one is already listing it)."""
-    if folder in _listings:
-        return False
-    started = _fork(lambda: marshal.dumps(portable.listing(folder)))
-    if started is None:
-        return False
-    _listings[folder] = started
-    portable.LISTINGS_AHEAD[folder] = lambda: take_listing(folder)
-    return True
-
-
-def take_listing(folder: str) -> tuple[tuple[int, int, int], portable.FoldedNames] | None:
-    """The child's listing of `folder` (once): (the folder's stamp, its names), or None."""
-    started = _listings.pop(folder, None)
-    portable.LISTINGS_AHEAD.pop(folder, None)
-    data = None if started is None else _receive(*started)
-    if data is None:
-        return None
-    try:
-        found = marshal.loads(data)
-        if found is None:
-            return None
-        (ino, mtime, ctime), ascii_names, others = found
-        return (ino, mtime, ctime), portable.FoldedNames.from_split(ascii_names, others)
-    except (EOFError, ValueError, TypeError):
-        return None
-
-
 def cancel_ahead() -> None:
-    """Stop the children whose work nobody took (the command ended early, or scanned another way)."""
+    """Stop a child whose walk nobody took (the command ended early, or scanned another way)."""
     global _ahead
-    if _ahead is not None:
-        _root, pid, read = _ahead
-        _ahead = None
-        _stop(pid, read)
-    for folder, (pid, read) in list(_listings.items()):
-        del _listings[folder]
-        portable.LISTINGS_AHEAD.pop(folder, None)
-        _stop(pid, read)
+    if _ahead is None:
+        return
+    _root, pid, read = _ahead
+    _ahead = None
+    with contextlib.suppress(OSError):
+        os.close(read)
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
 
 
 def watcher_running(state_dir: str | os.PathLike[str]) -> bool:

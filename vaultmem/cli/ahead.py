@@ -5,21 +5,13 @@ checks the vault for edits before it reads, a child forked here stats every note
 core while this process imports. Read commands only: one that writes a note before its first
 scan must walk after that write. Nothing starts when a watcher runs for the vault (its fence
 answers instead of a walk), for `--help`, or under a test runner (argv[0] is not `vaultmem`).
-
-A command that saves a new memory (`SAVES`) has a child list the short-term folder instead,
-watcher or not: the save checks that no name there differs from its note's only in case
-(base/portable.py), which at 100,000 names is ~100 ms of listing (walk.start_listing).
 """
 
 from __future__ import annotations
 
-import os
-
 from vaultmem.base import walk
 
 COMMANDS = frozenset({"search", "recall", "context", "stats", "count", "open", "backlinks"})
-SAVES = frozenset({"save", "store"})
-STM_DIR = "memory/stm"  # the default short-term folder (Settings.stm_dir); a vault that moved it lists itself
 
 
 def invoked_as_command(argv0: str) -> bool:
@@ -41,19 +33,15 @@ def vault_option(args: list[str]) -> str | None:
 
 
 def start(args: list[str]) -> bool:
-    """Start the walk (for a save: the listing) for the command in `args` (sys.argv[1:]) where
-    it helps; True if a child is at it. A guess from the raw command line is enough: the walk
-    is used only when its folder is the one the command opens (walk.take_ahead), the listing
-    only for the folder the note goes to (portable.LISTINGS_AHEAD)."""
-    if not args or args[0] not in COMMANDS | SAVES or "--help" in args:
+    """Start the walk for the command in `args` (sys.argv[1:]) where it helps; True if a child
+    is walking. A guess from the raw command line is enough: the walk is used only when its
+    folder is the one the command opens (walk.take_ahead)."""
+    if not args or args[0] not in COMMANDS or "--help" in args:
         return False
     try:
         root = walk.resolve_vault(vault_option(args[1:]))
     except (OSError, RuntimeError):  # no home folder to expand ~ in
         return False
-    if args[0] in SAVES:
-        folder = os.path.join(root, STM_DIR)
-        return os.path.isdir(folder) and walk.start_listing(folder)
     if not root.is_dir() or walk.watcher_running(root / ".vaultmem"):
         return False
     return walk.start_ahead(str(root))

@@ -11,8 +11,14 @@ times the whole command, start to exit, as a person's shell does.
     python bench/cold_ab.py --runs 11 -- stats --vault V10K
 
 Both trees are compiled to bytecode first; each run is `python -m vaultmem ARGS` with the tree
-first on the path, its output discarded. Prints the median, the fastest and the slowest run of
-each, the load average and `calibrate.py`'s figure before and after.
+first on the path, its output discarded. A `save` or `store` run starts once the background
+enrichment of the earlier saves has finished and a second passed (bench_core.settle_enrichment), as a person's
+saves come seconds apart: saves back to back share the two cores with that enrichment.
+
+    python bench/cold_ab.py --against cce0748 --runs 15 -- save "a note" --allow-duplicate --vault V100K
+
+Prints the median, the fastest and the slowest run of each, the load average and
+`calibrate.py`'s figure before and after.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,8 +50,27 @@ def run_once(tree: Path, args: list[str], cwd: Path) -> float:
     return took
 
 
+def settled(command: list[str]) -> Callable[[], None]:
+    """What to wait for before each run of `command`: a save's vault done enriching."""
+    if command[0] not in ("save", "store"):
+        return lambda: None
+    from bench_core import settle_enrichment
+
+    from vaultmem.base.walk import resolve_vault
+    from vaultmem.cli.ahead import vault_option
+
+    root = resolve_vault(vault_option(command[1:]))
+
+    def settle() -> None:
+        settle_enrichment(root)
+        time.sleep(1.0)  # and the watcher, if one runs, has indexed what the enrichment wrote
+
+    return settle
+
+
 def main() -> None:
     args, command = comparison_args(__doc__, "time", 21, 'search "kafka migration" --vault V10K')
+    settle = settled(command)
     with checkouts(args.against) as (trees, scratch):
         for tree in trees.values():
             run_once(tree, command, scratch)  # the first run reads the files into the page cache
@@ -52,6 +78,7 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in trees}
         for _ in range(args.runs):
             for name, tree in trees.items():
+                settle()
                 times[name].append(run_once(tree, command, scratch))
         for name, found in times.items():
             print(f"{name:>16}: median {1000 * statistics.median(found):.0f} ms, fastest {1000 * min(found):.0f}, "

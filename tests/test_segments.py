@@ -115,6 +115,38 @@ def test_plan_leaves_a_rebuild_s_segments_as_they_are():
     assert segments.plan(peers) == peers[1:]  # more than MAX_SEGMENTS peers: all but the biggest
 
 
+def test_the_watcher_s_commits_leave_a_parallel_rebuild_s_segments(tmp_path, monkeypatch):
+    """A rebuild that parsed in several processes leaves a segment from each; the commits of a
+    watcher after it (merges deferred to a child) do not call for a merge that rewrites them."""
+    import threading
+
+    from vaultmem.storage import index as index_mod
+
+    if (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
+        pytest.skip("a rebuild parses in one process here")
+    monkeypatch.setattr(index_mod, "PARALLEL_PARSE_MIN", 10)
+    vault = tmp_path / "v"
+    store = open_store(vault)
+    try:
+        store.init()
+        for i in range(60):
+            write(vault, i)
+        store.rebuild_index()
+        rebuilt = sizes(store)
+        assert len(rebuilt) >= 2 and sum(docs for docs, _ in rebuilt) == 60
+        assert min(docs for docs, _ in rebuilt) > segments.GARBAGE_SHARE * max(docs for docs, _ in rebuilt)
+        store.defer_index_merges()  # as the watcher does
+        for i in range(3):
+            write(vault, i, 1)
+            store.sync()
+        assert not store.index_merge_due()
+        now = sizes(store)
+        assert len(now) == len(rebuilt) + 3 and sorted(docs for docs, _ in now)[-len(rebuilt):] == [
+            docs for docs, _ in rebuilt]  # the rebuild's segments, each still whole, and one per commit
+    finally:
+        store.close()
+
+
 def test_commits_without_merging_add_one_segment_each(tmp_path):
     store, _ = committed_without_merging(tmp_path / "v", notes=20, edits=12)
     try:

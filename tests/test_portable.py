@@ -518,3 +518,53 @@ def test_a_vault_lock_held_elsewhere_is_waited_for_then_named(store, vault_path)
         holder.wait()
     with store.vault.lock(timeout=5), store.vault.lock(timeout=0):  # free again, and re-entrant
         pass
+
+
+def _merge_holder(vault: Path, seconds: float) -> subprocess.Popen[str]:
+    """Another process that holds the vault lock as a segment merge does (Vault.merging) for
+    `seconds`, then lets it go."""
+    code = ("import sys, time; from pathlib import Path; from vaultmem.base.config import Settings; "
+            "from vaultmem.storage.vault import Vault; v = Vault(Path(sys.argv[1]), Settings()); "
+            "cm = v.lock(timeout=5); cm.__enter__(); rec = v.merging(); rec.__enter__(); print('held', flush=True); "
+            "time.sleep(float(sys.argv[2])); rec.__exit__(None, None, None); cm.__exit__(None, None, None)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(vault), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_a_writer_waits_out_the_watcher_s_index_merge(store, vault_path):
+    """A segment merge holds the lock as long as it takes (~90 s at 100,000 notes): a writer
+    that meets one waits for it past its own timeout, and gets the lock when it ends."""
+    holder = _merge_holder(vault_path, 1.5)
+    try:
+        assert store.vault.merge_holding()[0] == holder.pid
+        start = time.monotonic()
+        with store.vault.lock(timeout=0.3):
+            waited = time.monotonic() - start
+        assert 1.0 <= waited < 10
+        assert store.vault.merge_holding() is None
+        assert not (store.vault.derived_dir / "merging.json").exists()  # the merge removed its record
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_merge_that_outlasts_the_wait_is_named(store, vault_path, monkeypatch):
+    from vaultmem.storage import vault as vault_mod
+
+    monkeypatch.setattr(vault_mod, "MERGE_WAIT", 0.5)
+    holder = _merge_holder(vault_path, 30)
+    try:
+        with pytest.raises(VaultmemError) as raised, store.vault.lock(timeout=0.3):
+            pass
+        message = str(raised.value)
+        assert message.startswith(f"the watcher's index merge (PID {holder.pid}) has held "
+                                  f"{store.vault.derived_dir / 'lock'} for ")
+        assert message.endswith(" s; it ends on its own: retry when it has")
+    finally:
+        holder.kill()
+        holder.wait()
+    # a record its dead merge left behind (killed) is not a merge: the lock is free again
+    assert (store.vault.derived_dir / "merging.json").exists() and store.vault.merge_holding() is None
+    with store.vault.lock(timeout=1):
+        pass

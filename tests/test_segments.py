@@ -161,6 +161,7 @@ def test_child_merge_leaves_the_index_searchable_and_correct(tmp_path):
     try:
         assert segments.finished(segments.start_merge(store.vault), wait=True) == segments.MERGED
         assert sizes(store) == [(20, 0)]  # 12 of 20 deleted is past the share: one segment, no deletions
+        assert not (store.vault.derived_dir / "merging.json").exists()  # its record, gone with it
         assert_every_note_current(store, versions)
         # nothing left to merge: the next child says so and changes nothing
         assert segments.finished(segments.start_merge(store.vault), wait=True) == segments.NOTHING_TO_DO

@@ -71,7 +71,7 @@ def merge(vault: Any) -> bool:
     """Merge the segments `plan` picks, under the vault lock; False when there was nothing to do."""
     from vaultmem.storage.index import open_whoosh
 
-    with vault.lock():
+    with vault.lock(), vault.merging():
         ix = open_whoosh(vault.index_dir / "whoosh")
         chosen = {s.segment_id() for s in plan(ix._segments())}
         if not chosen:

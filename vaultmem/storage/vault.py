@@ -18,6 +18,10 @@ from vaultmem.base.errors import InvalidInput, VaultmemError
 
 # Folders Obsidian, sync clients and vaultmem own; never scanned as notes.
 LOCK_TIMEOUT = 60.0
+# A segment merge (storage/segments.py) holds the lock for as long as it takes (~90 s for
+# 100,000 notes): a writer that meets one waits this long for it, not LOCK_TIMEOUT.
+MERGE_WAIT = 600.0
+MERGE_RECORD = "merging.json"  # beside the lock while a merge holds it: its PID and start
 READ_AHEAD = 64  # files a rebuild opens and asks the kernel to read before it gets to them (Vault.open_ahead)
 UNSTATED = walk.UNSTATED  # Vault.scan(stat=False): a note found and not stat'ed
 _OPEN_FLAGS = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
@@ -431,7 +435,12 @@ class Vault:
             # One re-entrant lock object per Vault: nested holds in one process never deadlock.
             self._lock = portable.FileLock(self.derived_dir / "lock")
         lock = self._lock
-        if not lock.acquire(timeout=timeout):
+        if not lock.acquire(timeout=timeout) and not (timeout > 0 and self._wait_out_merge(lock, timeout)):
+            merge = self.merge_holding()
+            if merge is not None:
+                raise VaultmemError(
+                    f"the watcher's index merge (PID {merge[0]}) has held {self.derived_dir / 'lock'} for "
+                    f"{time.time() - merge[1]:.0f} s; it ends on its own: retry when it has")
             raise VaultmemError(
                 f"another vaultmem process has held {self.derived_dir / 'lock'} for {timeout:.0f} s; "
                 "check for a stuck process and retry"
@@ -440,6 +449,51 @@ class Vault:
             yield
         finally:
             lock.release()
+
+    @contextlib.contextmanager
+    def merging(self) -> Iterator[None]:
+        """Held by a segment merge inside `lock()`: its PID and start recorded beside the lock
+        (MERGE_RECORD), so that a writer meeting the lock held waits for the merge to end
+        (`MERGE_WAIT`) and says what it waited for."""
+        import json
+
+        record = self.derived_dir / MERGE_RECORD
+        try:
+            record.write_text(json.dumps({"pid": os.getpid(), "started": time.time()}), encoding="utf-8")
+        except OSError:  # unrecorded, a waiting writer gives up after LOCK_TIMEOUT as for any holder
+            yield
+            return
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                record.unlink()
+
+    def merge_holding(self) -> tuple[int, float] | None:
+        """(PID, start) of a live segment merge holding the lock, or None."""
+        import json
+
+        try:
+            data = json.loads((self.derived_dir / MERGE_RECORD).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        pid, started = (data.get("pid"), data.get("started")) if isinstance(data, dict) else (None, None)
+        if isinstance(pid, int) and isinstance(started, (int, float)) and portable.pid_alive(pid):
+            return pid, float(started)
+        return None
+
+    def _wait_out_merge(self, lock: portable.FileLock, timeout: float) -> bool:
+        """The lock after a segment merge that holds it ends (it ends on its own), up to
+        MERGE_WAIT; then `timeout` more for whoever holds it next. False without a merge."""
+        if self.merge_holding() is None:
+            return False
+        deadline = time.monotonic() + MERGE_WAIT
+        while time.monotonic() < deadline:
+            if lock.acquire(timeout=1.0):
+                return True
+            if self.merge_holding() is None:  # the merge ended; another writer has the lock
+                return lock.acquire(timeout=timeout)
+        return False
 
 
 # Dropbox "(conflicted copy ...)", Obsidian Sync / Nextcloud "(conflict 2026-...)", Syncthing ".sync-conflict-...".

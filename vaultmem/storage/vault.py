@@ -460,14 +460,15 @@ class Vault:
         record = self.derived_dir / MERGE_RECORD
         try:
             record.write_text(json.dumps({"pid": os.getpid(), "started": time.time()}), encoding="utf-8")
+            recorded = True
         except OSError:  # unrecorded, a waiting writer gives up after LOCK_TIMEOUT as for any holder
-            yield
-            return
+            recorded = False
         try:
             yield
         finally:
-            with contextlib.suppress(OSError):
-                record.unlink()
+            if recorded:
+                with contextlib.suppress(OSError):
+                    record.unlink()
 
     def merge_holding(self) -> tuple[int, float] | None:
         """(PID, start) of a live segment merge holding the lock, or None."""

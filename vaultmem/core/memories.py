@@ -1249,7 +1249,7 @@ class Memories:
 
     def _score_summary(self, now: dt.datetime) -> tuple[dict[str, int], list[float], int]:
         """(memories by status, every memory's score, their uses summed): SQLite scores them
-        where it can (scoring.sql_score), else `scored_memories`."""
+        where it can (scoring.sql_score), else `scored_memories`; the caller sums the scores."""
         by_status = {s: 0 for s in ("active", "promoted", "archived")}
         in_sql = scoring.sql_score(now.timestamp(), self.settings) if math_functions() else None
         if in_sql is None:
@@ -1263,7 +1263,6 @@ class Memories:
         where = self._scan_where("kind = 'memory'")
         db = self.index.db
         uses = 0
-        # Python sums the scores (fsum: the same average whatever order the rows come in)
         for status, count, used in db.execute(
                 f"SELECT status, count(*), sum(coalesce(use_count, 0)) FROM notes WHERE {where} GROUP BY status"):
             by_status[status or "active"] = by_status.get(status or "active", 0) + count

@@ -57,7 +57,8 @@ def plan(segments: Sequence[Any]) -> list[Any]:
     worn = [s for s in segments if s.doc_count_all() > GARBAGE_SHARE * biggest
             and s.deleted_count() > GARBAGE_SHARE * s.doc_count_all()]
     if worn:
-        return [s for s in segments if any(s is x for x in (*worn, *small))]  # in the index's order
+        chosen = {id(s) for s in (*worn, *small)}
+        return [s for s in segments if id(s) in chosen]  # in the index's order
     outside = sum(s.doc_count_all() - s.deleted_count() for s in small)
     if len(small) > 1 and (len(segments) > MAX_SEGMENTS or outside > GARBAGE_SHARE * biggest):
         return small

@@ -276,3 +276,26 @@ def test_mcp_config_prints_a_client_s_configuration_with_absolute_paths(runner, 
     assert words[6:] == ["mcp", "--vault", str(vault_path.resolve())]
     bad = run(runner, "mcp", "config", "--client", "emacs")
     assert bad.exit_code == 2 and "Invalid value for '--client'" in bad.output
+
+
+def test_save_dash_reads_the_memory_from_stdin(runner, vault_path):
+    result = runner.invoke(cli, ["save", "-", "--tag", "people"], input="Zoë prefers morning meetings\n")
+    assert result.exit_code == 0
+    mid = result.output.strip()
+    note = (vault_path / f"memory/stm/zoë-prefers-morning-meetings-{mid[:8]}.md").read_text(encoding="utf-8")
+    assert note.endswith("---\nZoë prefers morning meetings\n")
+    again = runner.invoke(cli, ["save", "--json"], input="Deploys go out on Tuesdays\n")
+    assert json.loads(again.output)["status"] == "created"
+    found = json.loads(invoke(runner, "search", "deploys", "--json").output)["results"]
+    assert [r["content"] for r in found] == ["Deploys go out on Tuesdays"]
+    assert not list(vault_path.glob("memory/stm/-*.md"))
+
+
+def test_store_dash_reads_stdin_and_empty_stdin_is_refused(runner, vault_path):
+    result = runner.invoke(cli, ["store", "-", "--json"], input="Redis cluster migrated to port 6380\n")
+    assert json.loads(result.output)["status"] == "created"
+    empty = runner.invoke(cli, ["save", "-"], input="\n")
+    assert empty.exit_code == 2
+    assert "Error: Nothing to read: stdin held no content; pipe the text in, e.g. echo \"...\" | vaultmem ... -" \
+        in empty.output
+    assert len(list(vault_path.glob("memory/stm/*.md"))) == 1

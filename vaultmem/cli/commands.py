@@ -18,6 +18,7 @@ from vaultmem.cli.collector import long_running
 from vaultmem.cli.common import (
     FOLDER,
     _store,
+    content_argument,
     emit_json,
     handle_errors,
     installed_executable,
@@ -85,7 +86,7 @@ def init(path: str | None, use_git: bool, vault: str | None, as_json: bool) -> N
 
 
 @click.command()
-@click.argument("content")
+@click.argument("content", required=False)
 @click.option("--tag", "-t", "tags", multiple=True, help="Tag (repeatable).")
 @click.option("--entity", "-e", "entities", multiple=True, help="Named entity (repeatable).")
 @click.option("--source", help="Where the memory came from, e.g. chat.")
@@ -101,7 +102,7 @@ def init(path: str | None, use_git: bool, vault: str | None, as_json: bool) -> N
 @vault_option
 @output_options
 @handle_errors
-def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source: str | None,
+def save(content: str | None, tags: tuple[str, ...], entities: tuple[str, ...], source: str | None,
          context: str | None, strength: float | None, memory_type: str | None, meta: tuple[str, ...],
          allow_duplicate: bool, enrich_now: bool, vault: str | None, as_json: bool) -> None:
     """Save a memory as a new note in memory/stm/ and print its id.
@@ -111,14 +112,17 @@ def save(content: str, tags: tuple[str, ...], entities: tuple[str, ...], source:
     are filled in by a background process moments later (`--json` says `enrichment:
     pending`), unless --enrich-now or the setting save_enrichment: now. Content that looks
     like a credential is refused (nothing is written); a near-identical memory is
-    reinforced instead of copied (its id is printed).
+    reinforced instead of copied (its id is printed). CONTENT `-` (or none, with a pipe)
+    reads the memory from stdin.
 
     \b
     Example:
       vaultmem save "Use JWT tokens for authentication in all new APIs" --tag auth --source chat
+      echo "Zoë prefers morning meetings" | vaultmem save - --tag people
     """
     from vaultmem.core.model import parse_meta
 
+    content = content_argument(content)
     store = _store(vault)
     defer = not enrich_now and store.settings.save_enrichment == "background"
     result = store.save(content, tags=tags, entities=list(entities) or None, source=source,

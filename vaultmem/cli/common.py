@@ -68,6 +68,28 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def content_argument(value: str | None, what: str = "content") -> str:
+    """A command's text as given, or read from stdin when it is `-` or left out with a pipe attached.
+
+    A trailing newline (as `echo` adds) is dropped; anything else stays as written.
+    """
+    if value is not None and value != "-":
+        return value
+    stream = sys.stdin
+    if value is None and stream.isatty():
+        raise click.UsageError(f"Missing {what}: give it as an argument, or pipe it in with `-` "
+                               f"(echo \"...\" | vaultmem ... -)")
+    text = stream.read()
+    if text.endswith("\r\n"):
+        text = text[:-2]
+    elif text.endswith("\n"):
+        text = text[:-1]
+    if not text.strip():
+        raise click.UsageError(f"Nothing to read: stdin held no {what}; pipe the text in, e.g. "
+                               f"echo \"...\" | vaultmem ... -")
+    return text
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 

@@ -12,6 +12,7 @@ import click
 
 from vaultmem.cli.common import (
     _store,
+    content_argument,
     emit_json,
     handle_errors,
     output_options,
@@ -427,7 +428,7 @@ def skills(query: str | None, limit: int, agent: str | None, vault: str | None, 
 
 
 @click.command(name="store")
-@click.argument("text")
+@click.argument("text", required=False)
 @click.option("--importance", type=click.FloatRange(0.0, 1.0), help="Importance 0.0-1.0 (default: from urgency x domain).")
 @click.option("--category", type=click.Choice(MEMORY_TYPES), help="Memory type (default: classified).")
 @click.option("--event-time", help="When it happened, ISO 8601 (default: now).")
@@ -436,15 +437,19 @@ def skills(query: str | None, limit: int, agent: str | None, vault: str | None, 
 @vault_option
 @output_options
 @handle_errors
-def store_(text: str, importance: float | None, category: str | None, event_time: str | None, private: bool,
+def store_(text: str | None, importance: float | None, category: str | None, event_time: str | None, private: bool,
            agent: str | None, vault: str | None, as_json: bool) -> None:
     """Store a memory through the full pipeline: dedup, classification, confidence, auto-links.
+
+    TEXT `-` (or none, with a pipe) reads the memory from stdin.
 
     \b
     Example:
       vaultmem store "Redis cluster migrated to port 6380" --importance 0.8 --event-time 2024-01-15T10:00:00Z
       vaultmem store "My deploy key lives in 1Password" --agent ops-bot --private
+      echo "Zoë prefers morning meetings" | vaultmem store -
     """
+    text = content_argument(text, "text")
     r = _agent_store(vault, agent).store_memory(text, importance=importance, category=category,
                                                event_time=event_time, private=private)
     if as_json:

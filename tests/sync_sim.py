@@ -54,6 +54,7 @@ class Ledger:
     syncs: int = 0
     duplicates_merged: int = 0  # one memory found in two places, made one note
     copies_merged: int = 0  # file-sync conflict copies merged into their originals
+    clashes_settled: int = 0  # notes a git sync stopped on, settled by the person keeping both texts
     actions: dict[str, int] = field(default_factory=dict)
 
 
@@ -157,6 +158,15 @@ class Simulation:
         self.ledger.syncs += 1
         if self.mode == "git":
             result = self.stores[i].git_sync(self.executable)
+            if not result["success"] and result["clashes"] and result["clashes"] == result["unresolved"]:
+                # the sync stopped on clashes it kept between markers: the person keeps both texts
+                for rel in result["clashes"]:
+                    path = self.roots[i] / rel
+                    kept = [line for line in path.read_text(encoding="utf-8").split("\n")
+                            if not line.startswith(("<<<<<<< ", "=======", ">>>>>>> "))]
+                    path.write_text("\n".join(kept), encoding="utf-8")
+                    self.ledger.clashes_settled += 1
+                result = self.stores[i].git_sync(self.executable)
             if not result["success"]:
                 raise AssertionError(f"device{i}: {result['message']}")
             self.ledger.duplicates_merged += len(result["duplicates"])
@@ -252,7 +262,8 @@ class Simulation:
                 "person_lines": sum(len(v) for v in self.ledger.lines.values()), "syncs": self.ledger.syncs,
                 "duplicates_merged": self.ledger.duplicates_merged, "copies_merged": self.ledger.copies_merged,
                 "actions": dict(sorted(self.ledger.actions.items())),
-                "settling_turns": self.turns, "clashes_kept": markers, "problems": problems}
+                "settling_turns": self.turns, "clashes_kept": markers,
+                "clashes_settled": self.ledger.clashes_settled, "problems": problems}
 
     def close(self) -> None:
         for store in self.stores:

@@ -304,3 +304,93 @@ def test_the_ancestor_git_holds_is_read_byte_for_byte(tmp_path):
     git(tmp_path, "commit", "-q", "-m", "x")
     assert _git_show(tmp_path, "HEAD:./x.md") == "---\r\nid: a\r\n---\r\nDéjà vu\r\n"
     assert _git_show(tmp_path, "HEAD:./missing.md") is None
+
+
+def _edit_body(path: Path, top: str | None = None, end: str | None = None) -> None:
+    text = path.read_text(encoding="utf-8")
+    head, _, body = text.partition("\n---\n")
+    path.write_text(f"{head}\n---\n{top + chr(10) if top else ''}{body}{end + chr(10) if end else ''}", encoding="utf-8")
+
+
+@pytest.mark.parametrize("value", [".inf", "1e400", ".nan", "9" * 5000])
+def test_a_value_the_rule_cannot_use_loses_no_device_s_edit(runner, remote, value):
+    """The red team's case: a hand-set `use_count` the driver used to crash on, and a sync that said
+    `in sync` with one device's body line gone."""
+    laptop = remote("laptop")
+    note = laptop / remote.saved["path"]
+    note.write_text(note.read_text().replace("use_count: 0", f"use_count: {value}"))
+    git(laptop, "commit", "-qam", "by hand")
+    git(laptop, "push", "-q")
+    desktop = remote("desktop")
+    _edit_body(laptop / remote.saved["path"], end="A appended this line")
+    _edit_body(desktop / remote.saved["path"], top="B added this line at the top")
+    outs = [vm(runner, device, "sync", "--json").output for device in (laptop, desktop, laptop, desktop)]
+    assert all(json.loads(out)["success"] for out in outs)
+    for device in (laptop, desktop):
+        text = (device / remote.saved["path"]).read_text()
+        assert "A appended this line" in text and "B added this line at the top" in text
+        assert "<<<<<<<" not in text
+
+
+def test_a_clash_stops_the_sync_pushes_nothing_and_the_next_sync_finishes(runner, remote):
+    laptop, desktop = remote("laptop"), remote("desktop")
+    rel = remote.saved["path"]
+    for device, word in ((laptop, "Wednesdays"), (desktop, "Thursdays")):
+        note = device / rel
+        note.write_text(note.read_text().replace("Deploys go out on Tuesdays", f"Deploys go out on {word}"))
+    vm(runner, laptop, "sync")
+    pushed_before = git(laptop, "ls-remote", "origin", "main").split()[0]
+    result = json.loads(vm(runner, desktop, "sync", "--json", code=1).stdout)
+    assert result["success"] is False and result["clashes"] == [rel] and result["pushed"] is False
+    assert result["message"] == (f"git could not merge 1 note ({rel}); fix the conflict markers in them, "
+                                 "`git add` them, then run `vaultmem sync` again")
+    assert git(desktop, "ls-remote", "origin", "main").split()[0] == pushed_before
+    text = (desktop / rel).read_text()
+    assert "<<<<<<< ours\nDeploys go out on Thursdays\n=======\nDeploys go out on Wednesdays\n>>>>>>> theirs\n" in text
+    # the person settles it in Obsidian (no `git add`): the next sync finishes the merge
+    (desktop / rel).write_text(text.replace(
+        "<<<<<<< ours\nDeploys go out on Thursdays\n=======\nDeploys go out on Wednesdays\n>>>>>>> theirs\n",
+        "Deploys go out on Wednesdays and Thursdays\n"))
+    out = json.loads(vm(runner, desktop, "sync", "--json").output)
+    assert out["success"] and out["pushed"] and out["clashes"] == []
+    vm(runner, laptop, "sync")
+    assert "Deploys go out on Wednesdays and Thursdays\n" in (laptop / rel).read_text()
+
+
+@pytest.mark.parametrize(("ours_prop", "theirs_prop"), [
+    ("access_times: [[1, 2], {a: 1}]", "access_times: [2026-11-22T10:15:00Z]"),
+    ("status: [active]", "status: active"),
+    ("use_count: .nan", "use_count: 3"),
+])
+def test_the_driver_keeps_both_sides_of_values_it_cannot_use(tmp_path, ours_prop, theirs_prop):
+    from vaultmem.features.sync import merge_driver
+
+    base = "---\nid: x\nuse_count: 1\n---\nfirst\nmiddle\nlast\n"
+    ours = f"---\nid: x\n{ours_prop}\n---\nfirst\nmiddle\nlast\nours added\n"
+    theirs = f"---\nid: x\n{theirs_prop}\n---\ntheirs added\nfirst\nmiddle\nlast\n"
+    paths = []
+    for name, text in (("base", base), ("ours", ours), ("theirs", theirs)):
+        (tmp_path / name).write_text(text)
+        paths.append(str(tmp_path / name))
+    merge_driver(*paths)
+    merged = (tmp_path / "ours").read_text()
+    assert "ours added" in merged and "theirs added" in merged
+    assert ours_prop.split(":")[0] in merged
+
+
+def test_a_cp1252_theirs_and_a_crlf_ours_are_merged_not_dropped(tmp_path):
+    from vaultmem.features.sync import merge_driver
+
+    base = b"---\nid: x\nuse_count: 1\n---\nfirst\nmiddle\nlast\n"
+    crlf_ours = b"---\r\nid: x\r\nuse_count: 2\r\n---\r\nfirst\r\nmiddle\r\nlast\r\nours added\r\n"
+    lf_theirs = b"---\nid: x\nuse_count: 1\n---\ntheirs added\nfirst\nmiddle\nlast\n"
+    for name, data in (("base", base), ("ours", crlf_ours), ("theirs", lf_theirs)):
+        (tmp_path / name).write_bytes(data)
+    assert merge_driver(str(tmp_path / "base"), str(tmp_path / "ours"), str(tmp_path / "theirs")) is True
+    assert (tmp_path / "ours").read_bytes() == (b"---\r\nid: x\r\nuse_count: 2\r\n---\r\n"
+                                                 b"theirs added\r\nfirst\r\nmiddle\r\nlast\r\nours added\r\n")
+    (tmp_path / "ours").write_bytes(base.replace(b"last\n", b"last\nours added\n"))
+    (tmp_path / "theirs").write_bytes(b"---\nid: x\nuse_count: 1\n---\ncaf\xe9 added\nfirst\nmiddle\nlast\n")
+    merge_driver(str(tmp_path / "base"), str(tmp_path / "ours"), str(tmp_path / "theirs"))
+    merged = (tmp_path / "ours").read_bytes()
+    assert b"ours added" in merged and b"caf\xe9 added" in merged

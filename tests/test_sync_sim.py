@@ -12,6 +12,7 @@ from vaultmem.cli.common import installed_executable
 def test_three_git_clones_converge_and_count_every_use(tmp_path, seed):
     report = run(tmp_path, rounds=30, seed=seed, mode="git", executable=installed_executable())
     assert report["problems"] == []
+    assert report["clashes_kept"] == 0  # every clash stopped a sync until the person settled it
     assert report["memories"] >= 5 and report["uses"] >= 5 and report["person_lines"] >= 3
     assert set(report["actions"]) == {"save", "touch", "edit", "promote", "gc"}
 

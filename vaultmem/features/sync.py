@@ -22,6 +22,7 @@ finds it); a clash exits 1, as git's own merge does, and git reports the conflic
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -61,12 +62,14 @@ def _time(value: Any) -> dt.datetime | None:
 
 
 def _number(value: Any) -> float | None:
+    """A finite number, else None: inf, nan, 5,000 digits or a list merge as text, never raise."""
     if isinstance(value, bool) or value is None:
         return None
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if math.isfinite(number) else None
 
 
 def _union(*lists: Any) -> list[Any]:
@@ -83,7 +86,8 @@ def _settle_location(base: Mapping[str, Any], ours: Mapping[str, Any], theirs: M
     """Both devices moved the memory (promoted here, archived there): the status ranked first
     in STATUS_RANK wins with its own `archived_at`/`promoted_at`, so the merged note is in
     one lifecycle state, never a clash of two. One side's move alone is an ordinary change."""
-    a, b, o = ours.get("status"), theirs.get("status"), base.get("status")
+    a, b, o = (str(side.get("status")) if isinstance(side.get("status"), str) else None
+               for side in (ours, theirs, base))
     if a == b or a not in STATUS_RANK or b not in STATUS_RANK or (base and o in (a, b)):
         return ours, theirs
     winner, loser = (ours, theirs) if STATUS_RANK[a] < STATUS_RANK[b] else (theirs, ours)
@@ -110,29 +114,34 @@ def merge_properties(base: Mapping[str, Any], ours: Mapping[str, Any], theirs: M
             merged[key] = max(times) if key == "last_used" else min(times)
         elif key == "strength" and (_number(a) is not None or _number(b) is not None):
             merged[key] = max(x for x in (_number(a), _number(b)) if x is not None)
-        elif key == "access_times":
-            merged[key] = sorted(set(_union(a or [], b or [])), key=str)[-history:]
+        elif key == "access_times" and all(isinstance(x, list | None) for x in (a, b)):
+            merged[key] = sorted(_union(a or [], b or []), key=str)[-history:]
         elif key in UNIONS:
             merged[key] = _union(a or [], b or []) if ancestor else _union_unrelated(a or [], b or [])
-        elif a == b or notes.same_value(a, b):
+        elif _same(a, b):
             merged[key] = a if key in ours else b
         elif key not in theirs:  # theirs removed it
-            if a == o:
+            if _same(a, o):
                 continue
             merged[key] = a  # ours added or changed it: keep
         elif key not in ours:
-            if b == o:
+            if _same(b, o):
                 continue
             merged[key] = b
-        elif a == o:
+        elif _same(a, o):
             merged[key] = b
-        elif b == o:
+        elif _same(b, o):
             merged[key] = a
         else:
             # without an ancestor the same pair gives the same note on every device
             merged[key] = a if ancestor else min(a, b, key=repr)
             clashes.append(key)
     return merged, clashes
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as values, or written alike (`.nan` is not equal to itself, yet unchanged)."""
+    return bool(a == b) or notes.same_value(a, b) or (type(a) is type(b) and repr(a) == repr(b))
 
 
 def _union_unrelated(a: Any, b: Any) -> list[Any]:
@@ -200,6 +209,9 @@ def merge_note(base: str | None, ours: str, theirs: str, history: int = 10) -> t
     except MalformedNote:
         # not a note vaultmem can read (broken YAML): git's line merge of the whole file
         return merge_file_text(base or "", ours, theirs)
+    newline = split_ours.newline if split_ours is not None else "\n"
+    # bodies compared with their line endings normalised; the result takes ours' style
+    body_base, body_ours, body_theirs = (b.replace("\r\n", "\n") for b in (body_base, body_ours, body_theirs))
     merged, clashes = merge_properties(p_base, p_ours, p_theirs, history)
     changes = {k: v for k, v in merged.items() if k not in p_ours or not notes.same_value(p_ours[k], v)}
     removed = [k for k in p_ours if k not in merged]
@@ -213,17 +225,18 @@ def merge_note(base: str | None, ours: str, theirs: str, history: int = 10) -> t
         body, clean = merge_file_text(body_base, body_ours, body_theirs)
     head = notes.update_frontmatter(ours, changes, remove=removed) if (changes or removed) else ours
     text = notes.split_note(head).head if split_ours is not None and split_ours.frontmatter is not None else ""
-    newline = split_ours.newline if split_ours is not None else "\n"
     if clashes:
         first, second = (p_ours, p_theirs)
         if base is None and [repr(p_theirs.get(k)) for k in clashes] < [repr(p_ours.get(k)) for k in clashes]:
             first, second = second, first  # a fixed order: the same block on every device
         lines = [f"<<<<<<< ours: {k}: {first.get(k)!r}" for k in clashes] + ["======="] + \
                 [f"{k}: {second.get(k)!r}" for k in clashes] + [">>>>>>> theirs (properties)"]
-        block = newline.join(lines) + newline
+        block = "\n".join(lines) + "\n"
         if block not in body:  # kept once: merging the merge again adds nothing
             body = block + body
         clean = False
+    if newline != "\n":
+        body = body.replace("\n", newline)
     if split_ours is not None and split_ours.bom and not text.startswith("\ufeff"):
         text = "\ufeff" + text
     return text + body, clean
@@ -233,22 +246,55 @@ def merge_note(base: str | None, ours: str, theirs: str, history: int = 10) -> t
 
 
 def merge_driver(base_path: str, ours_path: str, theirs_path: str, history: int = 10) -> bool:
-    """git's merge driver: %O %A %B; the result goes into %A. True when clean."""
-    def read(path: str) -> str | None:
+    """git's merge driver: %O %A %B; the result goes into %A. True when clean.
+
+    Whatever vaultmem's rule cannot take (bytes that are not UTF-8, values it cannot merge,
+    anything unforeseen) falls back to git's line merge of the whole files, both sides kept
+    between markers: a side is never dropped."""
+    def read(path: str) -> bytes | None:
         try:
-            return Path(path).read_bytes().decode("utf-8")
+            return Path(path).read_bytes()
         except FileNotFoundError:
             return None
 
     ours, theirs = read(ours_path), read(theirs_path)
     if ours is None or theirs is None:
         raise InvalidInput("the merge driver needs the current and the other version (%A %B)")
-    base = read(base_path)
-    merged, clean = merge_note(base if base else None, ours, theirs, history)
+    base = read(base_path) or b""
+    try:
+        text, clean = merge_note(base.decode("utf-8") or None, ours.decode("utf-8"), theirs.decode("utf-8"), history)
+        merged = text.encode("utf-8")
+    except Exception:  # noqa: BLE001 - any failure of the rule: the line merge keeps both sides
+        merged, clean = merge_file_bytes(base, ours, theirs)
     tmp = f"{ours_path}.vaultmem-merge"
-    Path(tmp).write_bytes(merged.encode("utf-8"))
+    Path(tmp).write_bytes(merged)
     os.replace(tmp, ours_path)
     return clean
+
+
+def merge_file_bytes(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, bool]:
+    """git merge-file on raw bytes, as git's own merge writes it; if even that fails, both
+    whole files between markers. (merged, clean)"""
+    import subprocess
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="vaultmem-merge-") as tmp:
+            paths = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                path = Path(tmp) / name
+                path.write_bytes(data)
+                paths.append(str(path))
+            done = subprocess.run(["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", *paths],
+                                  capture_output=True, check=False)
+        if 0 <= done.returncode <= 127:
+            return done.stdout, done.returncode == 0
+    except OSError:
+        pass
+    end = b"\r\n" if b"\r\n" in ours else b"\n"
+    def closed(data: bytes) -> bytes:
+        return data if not data or data.endswith(b"\n") else data + end
+    return b"<<<<<<< ours" + end + closed(ours) + b"=======" + end + closed(theirs) + b">>>>>>> theirs" + end, False
 
 
 def _git(root: Path, *args: str) -> str:
@@ -599,22 +645,25 @@ def _settle_merge(store: Memories, root: Path, env: Mapping[str, str], result: d
     moved or removed there: the touched copy is kept); anything else is the person's."""
     listed = _run_git(root, "diff", "--name-only", "--relative", "--diff-filter=U", "-z").stdout
     theirs_notes = []
+    unresolved = []
     for rel in [p for p in listed.split("\0") if p]:
         if not store.vault.owns(rel):
             theirs_notes.append(rel)
             continue
         if (store.vault.root / rel).exists():
-            _git(root, "add", "--", rel)
             try:
-                text = store.vault.read_text(store.vault.abs(rel))
-            except (OSError, UnicodeDecodeError):
-                text = ""
-            if "\n<<<<<<< " in "\n" + text:
+                data = (store.vault.root / rel).read_bytes()
+            except OSError:
+                data = b""
+            if b"\n<<<<<<< " in b"\n" + data:
+                # a clash the driver kept between markers: the person settles it, nothing is pushed
                 result["clashes"].append(rel)
+                unresolved.append(rel)
+                continue
+            _git(root, "add", "--", rel)
         else:
             _git(root, "rm", "-q", "--cached", "--", rel)
         result["resolved"].append(rel)
-    unresolved = []
     if theirs_notes:
         store.sync()
         moved = {other: paths[0] for paths in duplicate_groups(store).values() for other in paths[1:]}
@@ -708,7 +757,9 @@ def _settle_duplicates(store: Memories, root: Path, env: Mapping[str, str], base
 def _stopped(result: dict[str, Any]) -> dict[str, Any]:
     names = ", ".join(result["unresolved"])
     result["success"] = False
-    result["message"] = (f"git could not merge {len(result['unresolved'])} of your notes ({names}); fix the "
+    count = len(result["unresolved"])
+    whose = "of your notes" if not result["clashes"] else "note" if count == 1 else "notes"
+    result["message"] = (f"git could not merge {count} {whose} ({names}); fix the "
                          "conflict markers in them, `git add` them, then run `vaultmem sync` again")
     return result
 

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from vaultmem.storage import embeddings
-    from vaultmem.store import MemoryStore
+    from vaultmem.store import MemoryStore, Policy
 
     rng = random.Random(11)
     now = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.timezone.utc)
@@ -56,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         done = store.backfill_embeddings()["processed"]
         backfill = time.perf_counter() - t0
-        store.long_lived = True  # as the MCP server runs it (mcp/server.py serve)
-        store.freshness_ttl = 1.0
+        store.close()
+        # as the MCP server runs it (observer.serving_policy, without its observer)
+        store = MemoryStore(Path(tmp), clock=lambda: now, policy=Policy(long_lived=True, freshness_ttl=1.0))
         store.settings.embeddings = "on"
         queries = []
         for _ in range(args.queries):

@@ -30,7 +30,7 @@ from corpus import TOPICS  # noqa: E402
 
 from vaultmem.storage import bm25  # noqa: E402
 from vaultmem.storage.index import SEARCH_FIELDS  # noqa: E402
-from vaultmem.store import MemoryStore  # noqa: E402
+from vaultmem.store import MemoryStore, Policy  # noqa: E402
 
 
 def read_all(lexicon: Any, terms: list[tuple[Any, str, str]], fast: bool) -> float:
@@ -62,8 +62,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of each reader (default 3)")
     args = ap.parse_args()
     os.environ["VAULTMEM_EMBEDDINGS"] = "off"
-    store = MemoryStore(args.vault)
-    store.long_lived = True
+    store = MemoryStore(args.vault, policy=Policy(long_lived=True))
     store.search("deploy")
     store.sync = lambda *a, **k: None  # type: ignore[method-assign]  (the vault does not change here)
     lexicon = store.index._lexicon()

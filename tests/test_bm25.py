@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from vaultmem.storage import bm25
 from vaultmem.storage.index import SEARCH_FIELDS, _stemmer
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 WORDS = ("kafka postgres migration deploy deploys deployed outage budget Caroline Caroline's adoption "
          "agency agencies research researched running runs dog dogs puppy shelter weekend release freeze "
@@ -187,9 +187,8 @@ def test_posting_lists_kept_by_a_long_lived_process_stay_true_across_edits_merge
     """A server keeps decoded posting lists per segment (bm25.PostingsCache): after edits that
     take a word out of one memory and put it in another, a deletion, a merge into one segment
     and evictions, every search still equals a fresh read of the postings and Whoosh's own."""
-    store = MemoryStore(tmp_path / "v", clock=Clock())
+    store = MemoryStore(tmp_path / "v", clock=Clock(), policy=Policy(long_lived=True))
     store.init()
-    store.long_lived = True
     words = ["kafka", "retention", "billing", "audit", "orders", "search", "weekend", "deploy"]
     ids = [store.save(f"Plan {i}: {words[i % 8]} {words[(i * 3) % 8]} cluster", dedupe=False)["memory_id"]
            for i in range(24)]

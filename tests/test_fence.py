@@ -11,14 +11,12 @@ from test_watcher import Running, note_text
 
 from vaultmem.base.config import load_settings
 from vaultmem.storage import fence
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 
 def cold(vault_path) -> MemoryStore:
     """A store as a CLI command makes it: trusts a running watcher."""
-    s = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock())
-    s.trust_watcher = True
-    return s
+    return MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock(), policy=Policy(trust_watcher=True))
 
 
 def test_every_edit_before_the_command_is_seen_without_a_scan(vault_path):

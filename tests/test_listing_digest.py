@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vaultmem.storage.index import LONG_LIVED_CACHE_KIB, listing_digest
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 paths = st.from_regex(r"memory/(stm|ltm)/[a-z0-9-]{1,12}\.md", fullmatch=True)
 fingerprint = st.tuples(st.integers(0, 2**63 - 1), st.integers(0, 2**31))
@@ -52,9 +52,7 @@ def test_a_long_lived_store_sees_an_edit_after_many_unchanged_scans(tmp_path):
 
 
 def _long_lived(root):
-    store = MemoryStore(root)
-    store.long_lived = True  # as the MCP server and the watcher set it, before the first read
-    return store
+    return MemoryStore(root, policy=Policy(long_lived=True))  # as the MCP server and the watcher build it
 
 
 def test_a_long_lived_store_never_holds_the_listing_and_keeps_a_small_page_cache(tmp_path):

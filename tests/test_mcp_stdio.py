@@ -451,7 +451,7 @@ SLOW_SESSION = """
 import asyncio, sys, time
 from pathlib import Path
 from vaultmem.mcp import server, stdio
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 real = MemoryStore.search
 def slow(self, *args, **kwargs):
@@ -501,7 +501,7 @@ THREADS_SESSION = """
 import asyncio, sys, threading
 from pathlib import Path
 from vaultmem.mcp import server
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 seen = []
 for name in ("search", "save", "open"):
@@ -509,8 +509,7 @@ for name in ("search", "save", "open"):
         seen.append(_name + "@" + threading.current_thread().name)
         return _real(self, *args, **kwargs)
     setattr(MemoryStore, name, traced)
-store = MemoryStore(Path(sys.argv[1]))
-store.long_lived = True
+store = MemoryStore(Path(sys.argv[1]), policy=Policy(long_lived=True))
 srv = server.build_server(store)
 asyncio.run(srv.run_stdio_async())  # over the process's pipes (stdio.pipe_streams)
 srv.bridge.close()

@@ -4,6 +4,7 @@ whenever it cannot vouch, it scans. Never stale either way."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 
@@ -13,9 +14,9 @@ from test_watcher import note_text
 
 from vaultmem.base.config import load_settings
 from vaultmem.mcp import server as mcp_server
-from vaultmem.observer import ChangeFeed
+from vaultmem.observer import ChangeFeed, serving_policy
 from vaultmem.storage import fence
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 
 class Counting:
@@ -35,16 +36,15 @@ class Counting:
 @pytest.fixture
 def fed(vault_path, monkeypatch):
     """A store as `vaultmem mcp` holds it: its own change feed, primed by a first full scan."""
-    store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock())
-    feed = ChangeFeed(vault_path, store.vault.state_dir)
-    assert feed.start()
-    store.change_feed = feed.changes
+    store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock(),
+                        policy=Policy(change_feed=ChangeFeed.started))
+    feed = store.change_feed
+    assert isinstance(feed, ChangeFeed)
     counting = Counting(store, monkeypatch)
     store.sync()  # the first call scans: the feed cannot vouch for what came before it
     assert counting.scans == 1
     yield store, counting, feed
-    feed.close()
-    store.close()
+    store.close()  # closes its feed
 
 
 def markers(vault_path):
@@ -118,21 +118,21 @@ def test_an_index_kept_outside_the_vault_is_never_vouched_for(tmp_path, vault_pa
 
 
 def test_the_mcp_server_reads_changes_through_its_feed(vault_path, monkeypatch):
-    store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock())
+    # the server's policy, but every call checks (the server checks at most once a second)
+    policy = dataclasses.replace(serving_policy(), freshness_ttl=0.0)
+    store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock(), policy=policy)
     server = mcp_server.prepare(store)
     on_store_thread = server.bridge._executor.submit  # SQLite connections belong to that thread
     try:
-        assert server.feed is not None and store.change_feed == server.feed.changes
+        assert isinstance(store.change_feed, ChangeFeed)
         on_store_thread(store.sync).result()
         counting = Counting(store, monkeypatch)
-        store.freshness_ttl = 0.0  # every call checks (the server checks at most once a second)
         (vault_path / "memory/stm/srv.md").write_text(note_text("a quoll the server sees",
                                                                 "11111111-2222-4333-8444-555555555555"))
         assert on_store_thread(lambda: store.search("quoll")["count"]).result() == 1
         assert counting.scans == 0
     finally:
-        server.bridge.close()
-        server.feed.close()
+        server.bridge.close()  # closes the store and its feed
 
 
 def test_reading_the_vault_wakes_no_observer_but_writing_does(vault_path, monkeypatch):

@@ -17,7 +17,7 @@ from vaultmem.base.errors import (
     VaultmemError,
 )
 from vaultmem.core.scoring import rank_score
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 
 def test_save_writes_the_note_described_in_design(store, vault_path):
@@ -405,15 +405,14 @@ def test_file_name_words_of_a_memory_are_not_counted_twice(store, vault_path):
     assert _document(rec)["title"] == ""
 
 
-def test_freshness_ttl_skips_rescans_but_not_own_writes(store, vault_path):
-    store.freshness_ttl = 3600
+def test_freshness_ttl_skips_rescans_but_not_own_writes(vault_path, clock):
+    store = MemoryStore(vault_path, clock=clock, policy=Policy(freshness_ttl=3600))
     store.sync()
     (vault_path / "memory/stm/by-hand.md").write_text("typed in Obsidian just now\n")
     assert store.search("obsidian")["count"] == 0  # within the TTL: not rescanned yet
     mid = store.save("saved through vaultmem")["memory_id"]
     assert store.search("saved")["results"][0]["id"] == mid
-    store.freshness_ttl = 0.0
-    assert store.search("obsidian")["count"] == 1
+    assert MemoryStore(vault_path, clock=clock).search("obsidian")["count"] == 1  # no TTL: scanned
 
 
 def test_parallel_rebuild_indexes_the_same_notes(sample_vault, clock, monkeypatch):
@@ -430,9 +429,10 @@ def test_parallel_rebuild_indexes_the_same_notes(sample_vault, clock, monkeypatc
 def test_a_long_lived_process_sees_another_process_s_write_without_a_rescan(vault_path, clock):
     """A server between two rescans of the files still reads the catalog as it is now: a
     touch through another connection (another process) shows in its next search."""
-    server, cli = MemoryStore(vault_path, clock=clock), MemoryStore(vault_path, clock=clock)
+    # no rescan of the files within the hour: only the catalog can tell
+    server = MemoryStore(vault_path, clock=clock, policy=Policy(freshness_ttl=3600.0))
+    cli = MemoryStore(vault_path, clock=clock)
     saved = server.save("Deploys go out on Tuesdays")
-    server.freshness_ttl = 3600.0  # no rescan of the files: only the catalog can tell
     assert [m["use_count"] for m in server.search("deploys tuesdays")["results"]] == [0]
     cli.touch(saved["memory_id"])
     assert [m["use_count"] for m in server.search("deploys tuesdays")["results"]] == [1]
@@ -446,7 +446,7 @@ def test_warm_opens_the_index_and_reads_nothing_into_the_notes(store, vault_path
     store.save("Deploys go out on Tuesdays", tags=["ops"])
     store.close()
     before = {p: p.read_bytes() for p in vault_path.rglob("*.md")}
-    store.freshness_ttl = 60.0
+    store = MemoryStore(vault_path, clock=store.clock, policy=Policy(freshness_ttl=60.0))
     store.warm()
     assert store.index._search is not None and store.last_sync is not None
     assert {p: p.read_bytes() for p in vault_path.rglob("*.md")} == before
@@ -463,8 +463,7 @@ def test_ranking_rows_kept_by_a_long_lived_process_follow_every_write(vault_path
     from vaultmem.storage import index as idx
 
     monkeypatch.setattr(idx, "RANK_CACHE_ROWS", 8)
-    server = MemoryStore(vault_path, clock=clock)
-    server.long_lived = True
+    server = MemoryStore(vault_path, clock=clock, policy=Policy(long_lived=True))
     paths = [server.resolve(server.save(f"Kafka topic {i} keeps {i} days of orders", dedupe=False)["memory_id"]).path
              for i in range(12)]
 

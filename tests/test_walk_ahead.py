@@ -17,7 +17,7 @@ from test_watcher import note_text
 from vaultmem.base import walk
 from vaultmem.base.config import load_settings
 from vaultmem.cli import ahead
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the walk runs ahead only where fork is safe")
 
@@ -107,8 +107,7 @@ def test_a_cold_search_uses_the_walk_and_sees_every_edit_made_before_it(tmp_path
         note_text("zebrawalk first memory, now about quokkas", "11111111-2222-4333-8444-000000000001"))
     (root / "memory/stm/zebra-walk-3.md").write_text(note_text("zebrawalk third memory", "11111111-2222-4333-8444-000000000003"))
     assert ahead.start(["search", "zebrawalk", "--vault", str(root)]) is True
-    cold = MemoryStore(root, settings=load_settings(root), clock=Clock())
-    cold.trust_watcher = True
+    cold = MemoryStore(root, settings=load_settings(root), clock=Clock(), policy=Policy(trust_watcher=True))
     found = cold.search("quokkas")["results"]
     assert walk._ahead is None  # the freshness check took the child's listing
     assert [r["id"] for r in found] == ["11111111-2222-4333-8444-000000000001"]

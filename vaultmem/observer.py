@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.base.errors import VaultmemError
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 log = logging.getLogger("vaultmem.observer")
 
@@ -195,7 +195,7 @@ class ChangeFeed:
     (`vaultmem mcp`): a watchdog observer of its own fills a `Pending`, and `changes()`
     drops a marker (`.vaultmem/fences/<nonce>.feed`: ordered like a command's fence, never
     answered by a watcher) and returns every note touched before the marker's event arrived.
-    A search 1 s after the last (Memories.freshness_ttl) then costs the marker's round trip
+    A search 1 s after the last (Policy.freshness_ttl) then costs the marker's round trip
     (~1 ms) instead of a stat of every note (56 ms at 10,000 notes, 0.5 s at 100,000). None
     whenever it cannot vouch: before the first full scan after the observer started, a dead
     observer (restarted; the caller scans to catch up), a vault it cannot write the marker
@@ -228,6 +228,15 @@ class ChangeFeed:
     def close(self) -> None:
         stop_observer(self._observer)
         self._observer = None
+
+    @classmethod
+    def started(cls, vault: Any) -> ChangeFeed | None:
+        """A feed watching `vault` (a `Policy.change_feed` for a server), or None when it cannot
+        (no vault there yet: the store's first call says so)."""
+        if not os.path.isdir(vault.root):
+            return None
+        feed = cls(vault.root, vault.state_dir)
+        return feed if feed.start() else None
 
     def changes(self) -> tuple[set[str], bool] | None:
         """(notes touched since the last call, whether a full scan is needed), or None: scan."""
@@ -313,3 +322,12 @@ def _watch_overflow(pending: Pending) -> None:
     logger = logging.getLogger("watchdog.observers.inotify")
     if _overflow_filter not in logger.filters:
         logger.addFilter(_overflow_filter)
+
+
+def serving_policy() -> Policy:
+    """The store's policy in an MCP server process: an assistant makes bursts of calls, so the
+    vault is re-scanned for Obsidian edits at most once a second, and edits are seen as they
+    happen through the process's own observer (a freshness check is a marker's round trip, not
+    a stat of every note; a running watcher is asked first; without either the store scans);
+    embeddings (when installed) load once: hybrid by default."""
+    return Policy(freshness_ttl=1.0, trust_watcher=True, long_lived=True, change_feed=ChangeFeed.started)

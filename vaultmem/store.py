@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.core import scoring
-from vaultmem.core.memories import Memories, Progress
+from vaultmem.core.memories import Memories, Policy, Progress
 from vaultmem.core.model import COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MAX_CLUSTER_SIZE, UnifiedQuery
 
 
@@ -50,16 +50,15 @@ else:
     ingest = _OnFirstUse("vaultmem.features.mnemosyne.ingest")
     recall = _OnFirstUse("vaultmem.features.mnemosyne.recall")
 
-__all__ = ["MemoryStore", "Progress", "UnifiedQuery"]
+__all__ = ["MemoryStore", "Policy", "Progress", "UnifiedQuery"]
 
 
 class MemoryStore(Memories):
     """A vault's memories and every feature over them: the adapters' only entry point."""
 
-    def __init__(self, root: Path | str, settings: Any = None, clock: Any = None) -> None:
-        super().__init__(root, settings, clock)
+    def __init__(self, root: Path | str, settings: Any = None, clock: Any = None, policy: Policy | None = None) -> None:
         # every write first merges the conflict copies a file-sync tool left (features/sync.py)
-        self.before_write = lambda: sync.merge_waiting_copies(self)
+        super().__init__(root, settings, clock, policy, before_write=lambda store: sync.merge_waiting_copies(store))
 
     def init(self) -> dict[str, Any]:
         """The vault layout, then Obsidian's side: vaultmem's property types in

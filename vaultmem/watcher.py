@@ -560,7 +560,6 @@ def configure_logging(verbose: bool) -> None:
 def serve(store: Any, install_signals: bool = True, mcp_host: bool = False) -> None:
     """`vaultmem watch`: run until SIGINT/SIGTERM, finishing the batch in hand; with
     `mcp_host`, serving the MCP sessions `vaultmem mcp` hands over (mcp/host.py)."""
-    store.long_lived = True  # embeddings (when installed) stay warm and follow edits
     watcher = Watcher(store)
     host = None
     if mcp_host:  # `vaultmem mcp` hands its sessions to this process

@@ -807,8 +807,10 @@ def watch(once: bool, show_status: bool, verbose: bool, mcp_host: bool, vault: s
     """
     _serving_for_hours()
     from vaultmem import watcher
+    from vaultmem.store import Policy
 
-    store = _store(vault)
+    # embeddings (when installed) stay warm and follow edits
+    store = _store(vault, policy=None if show_status or once else Policy(long_lived=True))
     if show_status:
         result = watcher.watcher_status(store)
         if as_json:
@@ -1049,7 +1051,9 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
     from vaultmem.mcp.prelude import serve_stdio
 
     def open_store() -> Any:
-        store = _store(vault, quiet=True)
+        from vaultmem.observer import serving_policy
+
+        store = _store(vault, quiet=True, policy=serving_policy())
         store.vault.require()
         store.agent = agent or None
         return store

@@ -14,15 +14,18 @@ import click
 from vaultmem.base.errors import VaultmemError, one_line, storage_error
 
 
-def _store(vault: str | None, quiet: bool = False) -> Any:
+def _store(vault: str | None, quiet: bool = False, policy: Any = None) -> Any:
+    """The store for --vault as a command uses it (`policy`: a long-lived process's, else a
+    one-shot command's: progress on a terminal, a running watcher trusted)."""
     from vaultmem.base.config import load_settings, resolve_vault
     from vaultmem.base.timeutil import env_clock
-    from vaultmem.store import MemoryStore
+    from vaultmem.store import MemoryStore, Policy
 
     root = resolve_vault(vault)
-    store = MemoryStore(root, settings=load_settings(root), clock=env_clock())
-    store.progress = progress_for(quiet)  # only on a terminal; a pipe or --quiet stays quiet
-    store.trust_watcher = True  # a running watcher vouches for the index: no scan of every note
+    # progress only on a terminal (a pipe or --quiet stays quiet); a running watcher vouches
+    # for the index, so a command need not stat every note
+    policy = policy or Policy(progress=progress_for(quiet), trust_watcher=True)
+    store = MemoryStore(root, settings=load_settings(root), clock=env_clock(), policy=policy)
     if store.read_only and not quiet:
         click.echo(f"note: the vault is read-only ({store.read_only}); searching with the index in "
                    f"{store.derived_dir}, writes are off", err=True)

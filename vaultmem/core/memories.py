@@ -10,6 +10,7 @@ per feature operation. Results are plain dicts with the seeds' keys (`success`,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import math
@@ -19,7 +20,7 @@ import stat
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vaultmem.base import portable
 from vaultmem.base.config import PARSED_DIR, TEMPLATE_DIR, Settings, load_settings
@@ -58,6 +59,36 @@ INLINE_EMBED_LIMIT = 256
 Progress = Callable[[Iterable[str], int], Iterator[str]]
 
 
+class ChangeFeed(Protocol):
+    """A long-lived process's own view of edits (observer.ChangeFeed)."""
+
+    def changes(self) -> tuple[set[str], bool] | None:
+        """(notes touched since the last call, whether a full scan is needed), or None: scan."""
+
+    def close(self) -> None:
+        """Stop observing."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """How the process that builds a store uses it; given when the store is built, never set later.
+
+    `freshness_ttl`: seconds after a scan a long-lived process may skip the next (its own writes
+    are indexed at once either way). `trust_watcher`: a cold command asks a running watcher to
+    vouch for the index (storage/fence.py) instead of stat'ing every note. `long_lived`: MCP
+    server, watcher: embeddings (`auto`) load and follow edits, the index keeps less in memory.
+    `progress`: shown when a read has to (re)index many notes first. `change_feed`: started for
+    the vault when the store is built (None: it cannot watch), closed with the store; it tells
+    the notes touched since its last call, or None when it cannot vouch (the store scans).
+    """
+
+    freshness_ttl: float = 0.0
+    trust_watcher: bool = False
+    long_lived: bool = False
+    progress: Progress | None = None
+    change_feed: Callable[[Vault], ChangeFeed | None] | None = None
+
+
 
 def _unwrap_reference(ref: str) -> tuple[str, bool]:
     """A memory named the way a person pastes it: `[[name]]`, `[[name|shown]]`,
@@ -80,47 +111,49 @@ CAS_ATTEMPTS = 5  # re-reads when a person saves the note while vaultmem writes 
 class Memories:
     """Memories in one vault: save, search, open, touch, stats, index upkeep."""
 
-    def __init__(self, root: Path | str, settings: Settings | None = None, clock: Clock | None = None) -> None:
+    def __init__(self, root: Path | str, settings: Settings | None = None, clock: Clock | None = None,
+                 policy: Policy | None = None, before_write: Callable[[Memories], None] | None = None) -> None:
         root = Path(root).expanduser().absolute()
         self.settings = settings or load_settings(root)
         self.vault = Vault(root, self.settings)
-        self.index = Index(self.vault)
+        self.policy = policy or Policy()
+        self.index = Index(self.vault, long_lived=self.policy.long_lived)
         self.clock = clock or system_clock
         self.last_sync: SyncReport | None = None
-        # Long-lived processes (MCP server) may skip re-scanning the vault for this many
-        # seconds after a scan; vaultmem's own writes are indexed at once either way.
-        self.freshness_ttl = 0.0
-        # Set by the CLI on a terminal: shown when a read has to (re)index many notes first.
-        self.progress: Progress | None = None
         self._last_scan = float("-inf")
         self._vectors: Any = None
         self._stale_checked: tuple[Any, ...] | None = None  # _rank_semantic's last stale check
         self._filtered_cache: tuple[Any, list[Record], dict[str, Record]] | None = None
-        # True in long-lived processes (MCP server, watcher): with embeddings `auto` they load
-        # the model, embed on save and search hybrid by default; a one-shot CLI call does not.
-        # Their index keeps less in memory (Index.long_lived): set it before the first read.
-        self._long_lived = False
-        # A cold command asks a running watcher to confirm the index is current (storage/fence.py)
-        # instead of stat'ing every note; without one it scans.
-        self.trust_watcher = False
-        # A long-lived process's own observer (observer.ChangeFeed.changes): the notes touched
-        # since the last call, whether a full scan is needed, or None (it cannot vouch: scan).
-        self.change_feed: Callable[[], tuple[set[str], bool] | None] | None = None
-        # Called before each write (save, modify, move): the front door merges the conflict
-        # copies a file-sync tool left (features/sync.py), so reads never write.
-        self.before_write: Callable[[], None] | None = None
+        self.change_feed = self.policy.change_feed(self.vault) if self.policy.change_feed is not None else None
+        # Run before each write (save, modify, move): the front door merges the conflict copies a
+        # file-sync tool left (features/sync.py), so reads never write; not again inside itself.
+        self._before_write_hook = before_write
+        self._in_before_write = False
 
     @property
     def long_lived(self) -> bool:
-        return self._long_lived
+        return self.policy.long_lived
 
-    @long_lived.setter
-    def long_lived(self, value: bool) -> None:
-        self._long_lived = self.index.long_lived = value
+    @property
+    def freshness_ttl(self) -> float:
+        return self.policy.freshness_ttl
+
+    @property
+    def trust_watcher(self) -> bool:
+        return self.policy.trust_watcher
+
+    @property
+    def progress(self) -> Progress | None:
+        return self.policy.progress
 
     def _before_write(self) -> None:
-        if self.before_write is not None:
-            self.before_write()
+        if self._before_write_hook is None or self._in_before_write:
+            return
+        self._in_before_write = True  # the hook's own writes do not run it again
+        try:
+            self._before_write_hook(self)
+        finally:
+            self._in_before_write = False
 
     @property
     def vectors(self) -> Any:
@@ -174,7 +207,7 @@ class Memories:
                 self._last_scan = time.monotonic()
                 return self.last_sync
         if self.change_feed is not None and self.index.ready():
-            changed = self.change_feed()
+            changed = self.change_feed.changes()
             if changed is not None and not changed[1]:
                 self.index.compact_listing()  # the first scan's listing: no longer needed whole
                 report = SyncReport()
@@ -202,6 +235,8 @@ class Memories:
         self.index.close()
         if self._vectors is not None:
             self._vectors.close()
+        if self.change_feed is not None:
+            self.change_feed.close()
 
     def now(self) -> dt.datetime:
         return self.clock()

@@ -395,11 +395,7 @@ def merge_waiting_copies(store: Memories) -> None:
     does. Cheap when there are none: one indexed lookup."""
     if store.vault.read_only or not store.index.has_conflict_copies():
         return
-    hook, store.before_write = store.before_write, None  # the merge's own writes: no recursion
-    try:
-        merge_copies(store, apply=True)
-    finally:
-        store.before_write = hook
+    merge_copies(store, apply=True)  # its own writes do not call this again (Memories._before_write)
 
 
 # -- one memory in two places ----------------------------------------------------------------

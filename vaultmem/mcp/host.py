@@ -306,13 +306,12 @@ class Host:
         if bridge is None:
             from vaultmem.base.config import load_settings
             from vaultmem.base.timeutil import env_clock
-            from vaultmem.store import MemoryStore
+            from vaultmem.store import MemoryStore, Policy
 
-            store = MemoryStore(self.root, settings=load_settings(self.root), clock=env_clock())
+            # as `vaultmem mcp`; this process's watcher vouches for the index (a fence, no scan)
+            store = MemoryStore(self.root, settings=load_settings(self.root), clock=env_clock(),
+                                policy=Policy(freshness_ttl=1.0, long_lived=True, trust_watcher=True))
             store.agent = agent
-            store.freshness_ttl = 1.0  # as `vaultmem mcp` (server.serve)
-            store.long_lived = True
-            store.trust_watcher = True  # this process's watcher vouches for the index (a fence, no scan)
             bridge = self._bridges[agent] = Bridge(store)
         profile = profile or bridge.raw_store.settings.mcp_tools
         key = (read_only, profile, agent)

@@ -569,20 +569,7 @@ def prepare(store: MemoryStore, *, read_only: bool = False, profile: str = "all"
     """The server for `store`, built, with the index opening on the store's thread (for
     `serve`; `vaultmem mcp` builds it while the client is silent, mcp/prelude.py). `record`
     wraps a session's (lines, replies) to note its first answers (`prelude.Recorder`)."""
-    # An assistant makes bursts of calls: re-scan the vault for Obsidian edits at most once
-    # a second instead of before every call (10,000 stats each time).
-    store.freshness_ttl = 1.0
-    store.long_lived = True  # embeddings (when installed) load once here: hybrid by default
     server = build_server(store, read_only=read_only, profile=profile)
-    # Edits seen as they happen: a freshness check is a marker's round trip, not a stat of
-    # every note (observer.ChangeFeed; a running watcher is asked first, and without either,
-    # or when neither can vouch, the store scans).
-    from vaultmem.observer import ChangeFeed
-
-    feed = ChangeFeed(store.vault.root, store.vault.state_dir)
-    server.feed = feed if feed.start() else None
-    if server.feed is not None:
-        store.change_feed = feed.changes
     server.bridge.warm()  # while the client initializes
     server.record = record
     return server
@@ -609,5 +596,3 @@ def serve(store: MemoryStore, *, read_only: bool = False, profile: str = "all", 
         server.run("stdio")
     finally:
         server.bridge.close()
-        if getattr(server, "feed", None) is not None:
-            server.feed.close()

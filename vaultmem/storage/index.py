@@ -425,7 +425,7 @@ def _document(rec: Record) -> dict[str, Any]:
 class Index:
     """Whoosh + SQLite under `.vaultmem/index/`, kept in step with the vault's files."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, long_lived: bool = False) -> None:
         self.vault = vault
         self.dir = vault.index_dir
         self._catalog_file = str(self.dir / "catalog.sqlite")  # stat'ed at every read (_current_ino)
@@ -445,9 +445,9 @@ class Index:
         self._records_cache: tuple[Any, list[Record]] | None = None
         self._rank_rows: dict[str, Record] = {}  # rank_records of a long-lived process, oldest first
         self._rank_key: Any = None  # (catalog version, viewer) they were read at
-        # Set before the catalog opens (Memories.long_lived): a process that serves for hours
-        # keeps a smaller SQLite page cache and never holds the catalog's listing whole.
-        self.long_lived = False
+        # A process that serves for hours (Policy.long_lived) keeps a smaller SQLite page cache
+        # and never holds the catalog's listing whole.
+        self.long_lived = long_lived
         self.viewer: str | None = None  # set_viewer: the agent whose view of the catalog reads get
         # False: commits leave merging segments to someone else (the watcher's merge child, segments.py)
         self.merge_on_commit = True

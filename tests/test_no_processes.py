@@ -51,7 +51,8 @@ def no_process(monkeypatch):
 @pytest.fixture
 def vault_with_a_queued_job(vault_path, monkeypatch):
     """A vault with a few memories and a person's note, one memory saved with its enrichment
-    deferred (`save --json` in the background mode) and its background child prevented."""
+    deferred (`save --json` in the background mode) and its background child prevented, as
+    are the others'."""
     runner = CliRunner()
     spawned: list[Path] = []
     import vaultmem.cli.commands as commands
@@ -61,15 +62,17 @@ def vault_with_a_queued_job(vault_path, monkeypatch):
     saved = json.loads(invoke(runner, "save", "Alice Chen moved the billing database to PostgreSQL 16",
                               "--tag", "db", "--json", "--vault", str(vault_path)).output)
     assert (saved["enrichment"], saved["enrichment_pid"], spawned) == ("pending", None, [vault_path])
-    monkeypatch.setenv("VAULTMEM_SAVE_ENRICHMENT", "now")
     for text in ("Use JWT tokens for authentication in all new APIs",
                  "The release freeze starts on December 18; only hotfixes ship after that"):
         assert invoke(runner, "save", text, "--vault", str(vault_path)).exit_code == 0
     (vault_path / "Projects").mkdir()
     (vault_path / "Projects" / "billing.md").write_text(f"# Billing\nSee [[{Path(saved['path']).stem}]].\n")
-    assert [p.name for p in (vault_path / ".vaultmem" / "enrich").glob("*.json")] == [
-        f"{saved['memory_id']}.json"]
+    assert len(spawned) == 3 and len(queued(vault_path)) == 3  # three jobs wait for a child that never ran
     return vault_path, saved["memory_id"]
+
+
+def queued(vault: Path) -> list[str]:
+    return sorted(p.name for p in (vault / ".vaultmem" / "enrich").glob("*.json"))
 
 
 READS = [
@@ -87,9 +90,10 @@ READS = [
 @pytest.mark.parametrize("args", READS, ids=[" ".join(a[:2]) for a in READS])
 def test_a_read_command_starts_no_process(vault_with_a_queued_job, no_process, args):
     vault, memory_id = vault_with_a_queued_job
+    queue = queued(vault)
     result = invoke(CliRunner(), *[a.format(id=memory_id) for a in args], "--vault", str(vault))
     assert (result.exit_code, no_process) == (0, []), result.output
-    assert len(list((vault / ".vaultmem" / "enrich").glob("*.json"))) == 1  # still queued
+    assert queued(vault) == queue  # no enrichment done or started by reading
 
 
 def test_a_read_command_that_rebuilds_the_index_starts_no_process(vault_with_a_queued_job, no_process):

@@ -133,8 +133,8 @@ def test_every_scalar_alone_and_in_a_list(key, value):
 
 def test_the_frontmatter_vaultmem_writes_takes_the_fast_path():
     memory = notes.Memory(
-        id="5c11be7b-5c76-4577-87ce-60de65f03d15", content="", created=dt.datetime(2026, 11, 1, 9, tzinfo=dt.UTC),
-        last_used=dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC), use_count=3, strength=1.35,
+        id="5c11be7b-5c76-4577-87ce-60de65f03d15", content="", created=dt.datetime(2026, 11, 1, 9, tzinfo=dt.timezone.utc),
+        last_used=dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.timezone.utc), use_count=3, strength=1.35,
         tags=["auth", "project/p1"], entities=["JWT", "Ünïcødé Person"], source="claude-code",
         context="a session about login", memory_type="decision", meta={"urgency": "important", "t": "12:30"},
     )

@@ -1,6 +1,7 @@
 # Two commands from a fresh clone:
 #   make demo   installs vaultmem into .venv and runs it on a demo vault (./demo-vault)
 #   make test   installs vaultmem with its test dependencies and runs the whole suite
+#   make test-thorough   the same, with every property test at its full count of examples
 VENV ?= .venv
 PYTHON ?= python3
 # a venv keeps its programs in Scripts/ on Windows (Git Bash's make), bin/ elsewhere
@@ -9,7 +10,7 @@ PY := $(VENV)/$(BIN)/python
 VM := $(VENV)/$(BIN)/vaultmem
 DEMO ?= demo-vault
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-thorough bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,12 @@ test: install
 	$(VENV)/$(BIN)/ruff check
 	$(VENV)/$(BIN)/mypy
 	$(PY) -m pytest
+
+# tests/conftest.py: HYPOTHESIS_PROFILE=thorough gives each property test its full count
+test-thorough: install
+	$(VENV)/$(BIN)/ruff check
+	$(VENV)/$(BIN)/mypy
+	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest
 
 bench: install
 	$(PY) bench/bench_core.py --sizes 1000,10000

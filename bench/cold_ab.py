@@ -3,9 +3,8 @@ commit checked out beside it, the two run alternately so that both meet the same
 machine whose speed drifts.
 
 `bench/instructions.py` compares two versions by the instructions they execute, which the
-machine's speed does not move; but it cannot see work done in parallel (a command's vault
-walked by a forked child while it imports, base/walk.py) or waiting on system calls. This
-times the whole command, start to exit, as a person's shell does.
+machine's speed does not move; but it cannot see work done in parallel (child processes) or
+waiting on system calls. This times the whole command, start to exit, as a person's shell does.
 
     python bench/cold_ab.py --against 4e64e3f --runs 41 -- search "kafka migration" --vault V10K
     python bench/cold_ab.py --runs 11 -- stats --vault V10K
@@ -50,6 +49,18 @@ def run_once(tree: Path, args: list[str], cwd: Path) -> float:
     return took
 
 
+def vault_option(args: list[str]) -> str | None:
+    """The value of --vault in `args` (both spellings), or None."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--vault" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--vault="):
+            return arg[len("--vault="):]
+    return None
+
+
 def settled(command: list[str]) -> Callable[[], None]:
     """What to wait for before each run of `command`: a save's vault done enriching."""
     if command[0] not in ("save", "store"):
@@ -57,7 +68,6 @@ def settled(command: list[str]) -> Callable[[], None]:
     from bench_core import settle_enrichment
 
     from vaultmem.base.walk import resolve_vault
-    from vaultmem.cli.ahead import vault_option
 
     root = resolve_vault(vault_option(command[1:]))
 

@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 from vaultmem.base.config import load_settings
 from vaultmem.store import MemoryStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+# Property tests: `make test` runs profile `ci`, `make test-thorough` profile `thorough`
+# (HYPOTHESIS_PROFILE=thorough), where each test that sets its own count runs it in full.
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+settings.register_profile("ci", max_examples=100, deadline=None)
+settings.register_profile("thorough", max_examples=300, deadline=None)
+settings.load_profile(PROFILE)
+
+
+def examples(thorough: int, ci: int) -> int:
+    """A property test's max_examples: `thorough` under the thorough profile, else `ci` (the
+    test's docstring says why `ci` examples still cover what it checks)."""
+    return thorough if PROFILE == "thorough" else ci
 NOW = dt.datetime(2026, 11, 22, 10, 15, 0, tzinfo=dt.timezone.utc)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from importlib.metadata import packages_distributions
+from importlib.metadata import distributions, packages_distributions
 from pathlib import Path
 
 try:
@@ -62,8 +62,16 @@ def imports() -> dict[str, list[tuple[str, bool]]]:
 def distribution(module: str) -> str:
     """The distribution that provides `module`: from what is installed, else the module's name
     as a distribution name (an extra that is not installed here)."""
-    dists = packages_distributions().get(module)
+    dists = packages_distributions().get(module) or _by_files(module)
     return canonical(dists[0]) if dists else canonical(module)
+
+
+def _by_files(module: str) -> list[str]:
+    """The installed distributions whose files hold `module`: Python 3.10's
+    packages_distributions reads only top_level.txt, which flit-built wheels (markdown-it-py)
+    do not ship; 3.11's also reads the file lists, as this does."""
+    return [dist.metadata["Name"] for dist in distributions()
+            if any(f.parts[0] in (module, f"{module}.py") for f in dist.files or ())]
 
 
 def test_every_import_is_declared_and_extras_load_lazily():

@@ -7,6 +7,7 @@ import sqlite3
 from types import SimpleNamespace
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -161,9 +162,11 @@ def reference(rows: list[tuple[str, str | None, str | None, float | None, str, s
     return (path, mine[3], before, after)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150, 50), deadline=None)
 @given(notes, st.integers(1, 3))
 def test_neighbours_query_matches_created_order_within_an_origin(tmp_path_factory, spec, span):
+    """50 catalogs in the test command (150 thorough): each holds up to a dozen notes over a
+    few origins and instants, so every example checks many neighbour pairs at once."""
     db = _connect(tmp_path_factory.mktemp("db") / "catalog.sqlite")
     rows = [(f"m/{n:02d}.md", *note) for n, note in enumerate(spec)]
     db.executemany("INSERT INTO notes (path, source, agent, created, kind, status) VALUES (?, ?, ?, ?, ?, ?)", rows)
@@ -261,11 +264,12 @@ origin_notes = st.lists(
     min_size=1, max_size=14)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 75), deadline=None)
 @given(origin_notes, st.integers(1, 10), st.floats(0.05, 1.0), st.integers(1, 3))
 def test_leaving_out_sources_that_reach_nothing_changes_no_result(tmp_path_factory, spec, top_k, weight, span):
     """spread over a real catalog (several origins, same instants, notes without a created
-    time, soft-deleted ones between) gives exactly what it gives when every source is asked."""
+    time, soft-deleted ones between) gives exactly what it gives when every source is asked.
+    75 catalogs in the test command (300 thorough), each with every note a possible source."""
     db = _connect(tmp_path_factory.mktemp("db") / "catalog.sqlite")
     rows = [(f"m/{n:02d}.md", source, agent, None if minute is None else 60.0 * minute, "memory", status)
             for n, (source, agent, minute, status, _rel) in enumerate(spec)]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from bases_eval import Evaluator, Parser
-from conftest import NOW, Clock, invoke
+from conftest import NOW, Clock, examples, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,10 +38,12 @@ def _settings(model: str, beta: float, alpha: float, halflife: float, lam: float
                                decay_lambda=lam, tc_fast_weight=weight).validate()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 75), deadline=None)
 @given(model=MODELS, note=NOTES, beta=st.floats(0.1, 1.0), alpha=st.floats(0.3, 3.0),
        halflife=st.floats(0.25, 60.0), lam=st.floats(1e-8, 1e-4), weight=st.floats(0.0, 1.0))
 def test_the_dashboard_score_is_vaultmem_s_score_to_3_decimals(model, note, beta, alpha, halflife, lam, weight):
+    """75 draws in the test command (300 thorough): the decay models are few and hypothesis
+    tries each with the settings' bounds early; the formulas are smooth between them."""
     s = _settings(model, beta, alpha, halflife, lam, weight)
     formulas = yaml.safe_load(obsidian.base_text(s))["formulas"]
     last_used = NOW - dt.timedelta(days=note["age_days"])

@@ -664,3 +664,18 @@ def test_a_note_that_cannot_be_statted_is_logged_and_skipped(vault_path, monkeyp
     assert result["removed"] == 0 and result["indexed"] == 0
     assert store.index.get(rel) == before  # still indexed as it was
     store.close()
+
+
+def test_logging_is_configured_once_however_often_it_is_asked():
+    logger = logging.getLogger("vaultmem")
+    kept = list(logger.handlers)
+    try:
+        for h in [h for h in logger.handlers if h.get_name() == "vaultmem"]:
+            logger.removeHandler(h)
+        w.configure_logging(verbose=True)
+        w.configure_logging(verbose=False)
+        ours = [h for h in logger.handlers if h.get_name() == "vaultmem"]
+        assert len(ours) == 1 and ours[0].stream is sys.stderr
+        assert logger.level == logging.INFO
+    finally:
+        logger.handlers[:] = kept

@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,11 @@ from vaultmem.base.errors import VaultmemError
 from vaultmem.store import MemoryStore, Policy
 
 log = logging.getLogger("vaultmem.observer")
+
+# The threads watchdog started for each observer `observe` made: the observer's, its emitters'
+# and, in watchdog 7, the one that reads inotify for all of them. Told apart from the others by
+# `threading.enumerate()` around the start, not by watchdog's attributes, which are its own.
+_started: weakref.WeakKeyDictionary[Any, list[threading.Thread]] = weakref.WeakKeyDictionary()
 
 
 def relevant(rel: str) -> bool:
@@ -175,11 +181,14 @@ def observe(root: Path, pending: Pending, factory: Callable[[], Any] | None = No
             if rels:
                 pending.add(rels)
 
-    observer = (factory or Observer)()
+    before = set(threading.enumerate())
+    observer = (factory or Observer)()  # watchdog 7 starts its inotify reader here
     observer.schedule(Handler(), root_text, recursive=True, event_filter=watched_events())
     _watch_overflow(pending)
     try:
         observer.start()
+        _started[observer] = [t for t in threading.enumerate()
+                              if t not in before and type(t).__module__.startswith("watchdog.")]
     except OSError as exc:
         with contextlib.suppress(Exception):
             observer.stop()
@@ -295,8 +304,7 @@ def _observer_healthy(observer: Any) -> bool:
     # watchdog 7's inotify observer reads every event in one thread of its own; when that
     # thread dies (a KeyError for a folder that vanished as it was being watched: Whoosh's
     # MAIN.tmp), the emitters live on, deaf. A new observer gets a new reader.
-    reader = getattr(observer, "_inotify_fd", None)
-    if reader is not None and callable(getattr(reader, "is_alive", None)) and not reader.is_alive():
+    if not all(thread.is_alive() for thread in _started.get(observer, ())):
         return False
     return all(emitter.is_alive() for emitter in list(getattr(observer, "emitters", ())))
 

@@ -18,8 +18,8 @@ from vaultmem.base.errors import ConfigError
 from vaultmem.base.walk import DEFAULT_VAULT, SKIP_DIRS, TMP_MARK, resolve_vault  # noqa: F401
 
 # DEFAULT_VAULT, SKIP_DIRS, TMP_MARK, resolve_vault: where the vault is and what a walk of it
-# skips live in base/walk.py, which a cold command imports before anything else
-# (cli/ahead.py); they are named here too, where users of the settings look for them.
+# skips live in base/walk.py, beside the walk; they are named here too, where users of the
+# settings look for them.
 
 def _template_dir() -> Path:
     """Where the package's templates are: vaultmem/templates/ in a wheel, the project's

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Callable
 
 UTC = dt.timezone.utc
 Clock = Callable[[], dt.datetime]
+
+# ISO 8601's extended date-time as Python 3.11+'s fromisoformat reads it and 3.10's does not
+# (a Z, fractional seconds of any length, by dot or comma, +HHMM and +HH offsets): read here, so every
+# supported Python gives a note's time the same value.
+_EXTENDED = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})"
+    r"(?:[Tt ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?"
+    r"(?:([Zz])|([+-])(\d{2})(?::?(\d{2})(?::?(\d{2}))?)?)?)?", re.ASCII)
 
 
 def system_clock() -> dt.datetime:
@@ -55,15 +64,32 @@ def _parse_time(value: object, zone: dt.tzinfo | None = UTC) -> dt.datetime | No
         except (OverflowError, OSError, ValueError):
             return None
     if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
         try:
-            parsed = dt.datetime.fromisoformat(text)
+            parsed = from_iso(value.strip())
         except ValueError:
             return None
         return _localise(parsed, zone) if parsed.tzinfo is None else parsed.astimezone(UTC)
     return None
+
+
+def from_iso(text: str) -> dt.datetime:
+    """An ISO 8601 date or date-time, as Python 3.11+'s `datetime.fromisoformat` reads it, on
+    every version: the extended form parsed here (fractional seconds beyond microseconds are
+    cut, as 3.11+ cuts them), any other form left to this Python's fromisoformat. ValueError
+    when it is not a time."""
+    match = _EXTENDED.fullmatch(text)
+    if match is None:
+        return dt.datetime.fromisoformat(text)
+    year, month, day, hour, minute, second, fraction, z, sign, off_h, off_m, off_s = match.groups()
+    zone: dt.tzinfo | None = None
+    if z:
+        zone = UTC
+    elif sign:
+        offset = dt.timedelta(hours=int(off_h), minutes=int(off_m or 0), seconds=int(off_s or 0))
+        zone = dt.timezone(-offset if sign == "-" else offset)  # ValueError from 24 hours on
+    micro = int((fraction or "")[:6].ljust(6, "0"))
+    return dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+                       micro, tzinfo=zone)
 
 
 def format_time(value: dt.datetime) -> str:

@@ -8,13 +8,10 @@ The group is assembled here, explicitly: `commands.COMMANDS` (core) and
 from __future__ import annotations
 
 import gc
-import sys
 
-from vaultmem.cli import ahead, collector
+from vaultmem.cli import collector
 
 collector.for_commands()  # before the imports: see collector.py
-if ahead.invoked_as_command(sys.argv[0]):
-    ahead.start(sys.argv[1:])  # a child walks the vault while this process imports: see ahead.py
 
 import click  # noqa: E402
 

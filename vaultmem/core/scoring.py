@@ -58,7 +58,7 @@ def semantic_scale(semantic: Mapping[str, float]) -> Callable[[float], float]:
         import numpy as np
 
         values = np.fromiter(semantic.values(), dtype=np.float64, count=len(semantic))
-        median, best = float(np.median(values)), float(values.max())
+        median, best = float(np.median(values)), float(np.max(values))
     else:
         median, best = statistics.median(semantic.values()), max(semantic.values())
     span = best - median

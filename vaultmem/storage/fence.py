@@ -17,7 +17,7 @@ import os
 import time
 from pathlib import Path
 
-from vaultmem.base import walk
+from vaultmem.base import portable
 
 FENCE_DIR = "fences"
 FENCE_SUFFIX, DONE_SUFFIX = ".fence", ".done"
@@ -32,7 +32,18 @@ def fence_dir(state_dir: Path) -> Path:
     return state_dir / FENCE_DIR
 
 
-watcher_running = walk.watcher_running  # also asked before a command's imports (base/walk.py)
+def watcher_running(state_dir: str | os.PathLike[str]) -> bool:
+    """A watcher said it is running (in `state_dir`/state/watcher.json) and its process lives:
+    a command's freshness then comes through it. Cheap; a wrong yes costs a wait."""
+    import json
+
+    try:
+        with open(os.path.join(state_dir, "state", "watcher.json"), encoding="utf-8") as file:
+            data = json.load(file)
+    except (OSError, ValueError):
+        return False
+    pid = data.get("pid") if isinstance(data, dict) else None
+    return isinstance(pid, int) and data.get("state") == "running" and portable.pid_alive(pid)
 
 
 def through_watcher(state_dir: Path, wait: float = WAIT) -> bool:

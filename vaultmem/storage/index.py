@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from vaultmem.base import walk
 from vaultmem.base.errors import MalformedNote, QuerySyntaxError, VaultmemError
 from vaultmem.base.timeutil import UTC, format_time
 from vaultmem.base.walk import listing_digest, rows_digest
@@ -593,18 +592,9 @@ class Index:
         try:
             if self._zone_changed():  # the catalog's times were read in another zone: read them again
                 return self.rebuild(progress)
-            ahead = None
-            if walk.ahead_pending(str(self.vault.root)):
-                # A child is walking the vault (base/walk.py): digest the catalog's listing
-                # meanwhile, and compare it with the digest of the child's.
-                catalog = rows_digest(self._listing())
-                ahead = self.vault.scan_ahead()
-            if ahead is not None:  # the same digest: nothing changed; another: walk under the lock
-                notes_found, same = ahead[0], ahead == catalog
-            else:
-                on_disk = self.vault.scan()
-                new, changed, removed = self.diff(on_disk)
-                notes_found, same = len(on_disk), not (new or changed or removed)
+            on_disk = self.vault.scan()
+            new, changed, removed = self.diff(on_disk)
+            notes_found, same = len(on_disk), not (new or changed or removed)
         except sqlite3.ProgrammingError:  # a misuse (another thread's connection), not a damaged file
             raise
         except sqlite3.DatabaseError:

@@ -193,17 +193,6 @@ class Vault:
         self._walked(temp, canvases)
         return found
 
-    def scan_ahead(self) -> tuple[int, int] | None:
-        """The digest (`walk.listing_digest`) of the notes a child forked at the command's start
-        found walking this vault (base/walk.py), with its temp files and canvases kept as
-        `scan` keeps them; None when no child walked it (scan instead)."""
-        ahead = walk.take_ahead(str(self.root))
-        if ahead is None:
-            return None
-        digest, temp, canvases = ahead
-        self._walked(temp, canvases)
-        return digest
-
     def _walked(self, temp: list[str], canvases: list[str]) -> None:
         for state_folder in (self.state_dir, self.state_dir / "state"):  # skipped by the walk
             with contextlib.suppress(OSError), os.scandir(state_folder) as entries:

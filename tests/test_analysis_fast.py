@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from whoosh.analysis import StandardAnalyzer
 from whoosh.fields import TEXT
 
-from vaultmem.storage import analysis
-from vaultmem.storage.analysis import Text
+from vaultmem.storage.fulltext import analysis
+from vaultmem.storage.fulltext.analysis import Text
 
 ANALYZER = analysis.analyzer()
 WORDS = ["the", "The", "what", "deploys", "Caroline's", "James'", "l'equipe", "qu'il", "d'x", "it's",

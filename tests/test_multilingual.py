@@ -18,7 +18,7 @@ from conftest import invoke
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from vaultmem.storage.analysis import analyzer, fold
+from vaultmem.storage.fulltext.analysis import analyzer, fold
 
 FIXTURE = yaml.safe_load((Path(__file__).resolve().parent.parent / "fixtures" / "multilingual.yaml")
                          .read_text(encoding="utf-8"))
@@ -98,6 +98,6 @@ def test_each_language_through_the_mcp_server(store, lang):
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12))
 def test_the_fast_cjk_check_agrees_with_the_character_ranges(text):
-    from vaultmem.storage.analysis import has_cjk, is_cjk
+    from vaultmem.storage.fulltext.analysis import has_cjk, is_cjk
 
     assert has_cjk(text) == any(is_cjk(ch) for ch in text)

@@ -70,35 +70,10 @@ def plan(segments: Sequence[Any]) -> list[Any]:
 
 def merge(vault: Any) -> bool:
     """Merge the segments `plan` picks, under the vault lock; False when there was nothing to do."""
-    from vaultmem.storage.index import open_whoosh
+    from vaultmem.storage.fulltext import engine
 
     with vault.lock(), vault.merging():
-        ix = open_whoosh(vault.index_dir / "whoosh")
-        chosen = {s.segment_id() for s in plan(ix._segments())}
-        if not chosen:
-            return False
-        writer = ix.writer()
-
-        def policy(writer: Any, segments: list[Any]) -> list[Any]:
-            from whoosh.reading import SegmentReader
-
-            keep = []
-            for seg in segments:
-                if seg.segment_id() in chosen:
-                    reader = SegmentReader(writer.storage, writer.schema, seg)
-                    writer.add_reader(reader)
-                    reader.close()
-                else:
-                    keep.append(seg)
-            return keep
-
-        try:
-            writer.commit(mergetype=policy)
-        except BaseException:
-            if not writer.is_closed:  # set by whoosh at run time
-                writer.cancel()
-            raise
-        return True
+        return engine.merge_segments(engine.open_index(vault.index_dir / "whoosh"), plan)
 
 
 def start_merge(vault: Any, close_fds: Sequence[int] = ()) -> int:

@@ -254,20 +254,28 @@ def property_terms(rec: Record) -> str:
 
 
 def _document(rec: Record) -> dict[str, Any]:
+    """The note's full-text document. A text field with no words is left out: it would add no
+    posting and a length of 0, which is what a field left out has (one field fewer for the
+    writer, most memories have no title, entities or wordy properties)."""
     text = getattr(rec, "_full_text", rec.content)
-    return {
+    document = {
         "path": rec.path,
         "id": rec.id or "",
         "kind": rec.kind,
         "status": rec.status or "",
-        "title": title_terms(rec),
-        "content": text,
+    }
+    for field, value in (
+        ("title", title_terms(rec)),
+        ("content", text),
         # inline `#tags` of the whole text count too (a person's note's, not only its preview's),
         # and a nested tag's parents (`infra` finds `infra/db`)
-        "tags": ",".join(notes.with_parents([*rec.tags, *notes.inline_tags(text)])),
-        "entities": " ".join(rec.entities),
-        "props": property_terms(rec),
-    }
+        ("tags", ",".join(notes.with_parents([*rec.tags, *notes.inline_tags(text)]))),
+        ("entities", " ".join(rec.entities)),
+        ("props", property_terms(rec)),
+    ):
+        if value:
+            document[field] = value
+    return document
 
 
 class Index:
@@ -577,7 +585,7 @@ class Index:
         writer = engine.Part(tmp / "whoosh", REBUILD_WRITER_MB)
         try:
             if helpers.workers:  # they parse, this process indexes
-                for document in helpers.documents(ticks):
+                for document in helpers.documents(self.vault, items, db, ticks):
                     writer.add(document)
                 malformed = helpers.finish(db, ticks)
             else:
@@ -921,8 +929,9 @@ def _parse_claims(vault: Vault, items: list[str], shares: Shares, p: int, db: An
 class RebuildWorkers:
     """Worker processes that parse a big rebuild's notes while this process indexes them.
 
-    The notes, in path order, are cut into one contiguous range per worker (`Shares`). Each
-    worker parses its notes `CLAIM` at a time, writes their catalog, link and alias rows into
+    The notes, in path order, are cut into one contiguous range per worker and a last one for
+    this process (`Shares`), which it parses while it waits for the workers. Each worker
+    parses its notes `CLAIM` at a time, writes their catalog, link and alias rows into
     a SQLite file of its own, and hands each claim's full-text documents over in a file of
     its own (a message on its pipe names it). This process adds the documents to the one
     full-text writer in path order (`documents`), so document numbers follow paths as in a
@@ -940,6 +949,7 @@ class RebuildWorkers:
         self._procs: list[Any] = []
         self._dbs: list[Path] = []
         self._done: set[int] = set()
+        self.chunks = tmp / "chunks"
         self._attached: list[str] = []
         if not workers:
             return
@@ -947,8 +957,9 @@ class RebuildWorkers:
 
         context = portable.pool_context()
         self.start_method = context.get_start_method()
-        self.shares = Shares(len(items), workers, context)
-        chunks = tmp / "chunks"
+        # a range per worker, and the last one this process's, which it parses while it waits
+        self.shares = Shares(len(items), workers + 1, context)
+        chunks = self.chunks = tmp / "chunks"
         chunks.mkdir(exist_ok=True)
         for k in range(workers):
             db_path = tmp / f"worker-{k}.sqlite"
@@ -961,12 +972,13 @@ class RebuildWorkers:
             self._procs.append(proc)
             self._dbs.append(db_path)
 
-    def _receive(self, pending: dict[int, tuple[int, str]], ticks: Callable[[Shares], None]) -> None:
-        """Wait (up to 0.1 s) for the workers' messages: claims parsed go to `pending`."""
+    def _receive(self, pending: dict[int, tuple[int, str]], ticks: Callable[[Shares], None],
+                 timeout: float = 0.1) -> None:
+        """Wait (up to `timeout`) for the workers' messages: claims parsed go to `pending`."""
         from multiprocessing.connection import wait
 
         waiting = [c for k, c in enumerate(self._conns) if k not in self._done]
-        ready: list[Any] = wait(waiting, timeout=0.1)
+        ready: list[Any] = wait(waiting, timeout=timeout)
         for conn in ready:
             try:
                 kind, *value = conn.recv()
@@ -983,15 +995,34 @@ class RebuildWorkers:
                 self.malformed += value[0]
         ticks(self.shares)
 
-    def documents(self, ticks: Callable[[Shares], None]) -> Iterator[dict[str, Any]]:
-        """Every note's full-text document in path order, as the workers parse them."""
+    def documents(self, vault: Vault, items: list[str], db: Any,
+                  ticks: Callable[[Shares], None]) -> Iterator[dict[str, Any]]:
+        """Every note's full-text document in path order, as the workers parse them. While the
+        next ones are not there yet, this process parses claims of its own range (the last;
+        its catalog rows go into `db`), handed over in files as the workers' are."""
         import pickle
 
         pending: dict[int, tuple[int, str]] = {}
         expected = 0
+        schema = engine.schema()
+        own = _parse_claims(vault, items, self.shares, self.workers, db, ticks,
+                            document=lambda rec: engine.analyzed(schema, _document(rec)))
+        parsing = True
         while expected < self.total:
             if expected not in pending:
-                self._receive(pending, ticks)
+                self._receive(pending, ticks, timeout=0 if parsing else 0.1)
+                if expected in pending or not parsing:
+                    continue
+                claim = next(own, None)
+                if claim is None:
+                    parsing = False
+                    continue
+                (start, stop), documents, bad = (claim[0].start, claim[0].stop), claim[1], claim[2]
+                self.malformed += bad
+                path = str(self.chunks / f"{start:010d}")
+                with open(path, "wb") as file:
+                    pickle.dump(documents, file, protocol=pickle.HIGHEST_PROTOCOL)
+                pending[start] = (stop, path)
                 continue
             stop, path = pending.pop(expected)
             with open(path, "rb") as file:

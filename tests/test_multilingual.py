@@ -53,7 +53,7 @@ def test_kana_keep_their_voicing_marks():
 @given(st.text(st.sampled_from(list("咖啡店東京の天気がかカタナー手机壳我喜欢éüñßçœÆ ")), max_size=40))
 @example("éÆéé")  # folds to a Latin word Porter stems twice over: eææe... -> eæe -> eæ
 def test_every_term_analyses_back_to_itself(text):
-    """The index maps a matched term to its content form by analysing it again (index._stemmer):
+    """The index maps a matched term to its content form by analysing it again (fulltext.search.stemmer):
     so must every bigram and character. A folded Latin word goes through the Porter stemmer,
     which is not idempotent (it makes `ase` into `as`, and `eæe` into `eæ`), so for those only
     one term comes back, never none or two."""

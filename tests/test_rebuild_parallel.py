@@ -85,6 +85,7 @@ def test_a_shared_rebuild_equals_one_done_alone(tmp_path, monkeypatch, rules):
     for key in expected:
         assert got[key] == expected[key], key
     assert not [p for p in (vault / ".vaultmem").rglob("worker-*")]  # the workers' catalogs are gone
+    assert not (vault / ".vaultmem" / "index" / "chunks").exists()  # and the claims' documents
     assert store.backlinks("00000009-0000-4000-8000-000000000000")["count"] == 1
     store.close()
 

@@ -614,6 +614,7 @@ class Index:
         db.execute("INSERT OR REPLACE INTO meta VALUES ('naive_zone', ?)", (zone_key(self.vault.settings),))
         db.execute("COMMIT")
         helpers.detach(db)
+        shutil.rmtree(tmp / "chunks", ignore_errors=True)  # the claims' files, each read and removed
         db.close()
         self.close()
         if self.dir.exists():

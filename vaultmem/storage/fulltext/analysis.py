@@ -192,9 +192,9 @@ class StopStemFilter(Filter):
 
     def __init__(self, stoplist: frozenset[str]) -> None:
         self.stops = stoplist
-        self._cache()
+        self.start_cache()
 
-    def _cache(self) -> None:
+    def start_cache(self) -> None:
         from functools import lru_cache
 
         from whoosh.lang.porter import stem
@@ -207,7 +207,7 @@ class StopStemFilter(Filter):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.stops = state["stops"]
-        self._cache()
+        self.start_cache()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, StopStemFilter) and self.stops == other.stops

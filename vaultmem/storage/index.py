@@ -604,7 +604,7 @@ class Index:
             ticks.close()
         report.malformed = sorted(malformed)
         expected = len(items) - len(report.malformed)
-        indexed = writer.count
+        indexed = writer.doc_count()
         if indexed != expected:  # never a silent gap in the index
             db.close()
             raise RuntimeError(f"rebuild indexed {indexed} notes, expected "

@@ -154,6 +154,10 @@ class Part:
         """Write the segment."""
         self.writer.commit(merge=False)
 
+    def doc_count(self) -> int:
+        """The documents the index holds (after `finish`: what was written, read back)."""
+        return int(self.ix.doc_count_all())
+
     def cancel(self) -> None:
         with contextlib.suppress(Exception):
             self.writer.cancel()

@@ -812,12 +812,11 @@ PARALLEL_PARSE_MIN = 3000
 class Shares:
     """A rebuild's notes, in path order, divided among its processes as contiguous ranges kept
     in memory they all see (`RawArray`, under one lock). A process claims the next few notes
-    of its range at a time. When its range runs out, before it writes out its segment (~5 s
-    at 50,000 notes), it takes over the far half of what is left of the range with most left
-    among the processes still parsing, so that the processes finish together however
-    unevenly the machine runs them. Each range a process works through becomes a segment of
-    its own, and the segments, listed by where their ranges start, keep document numbers in
-    path order (search breaks exact ties by them)."""
+    of its range at a time. When its range runs out, it takes over the far half of what is
+    left of the range with most left among the processes still parsing, so that the
+    processes finish together however unevenly the machine runs them. Each claim is a
+    contiguous run of the notes, so the process that writes the index can add their
+    documents in path order (search breaks exact ties by document number)."""
 
     def __init__(self, total: int, processes: int, context: Any = None) -> None:
         self.processes = processes
@@ -847,8 +846,7 @@ class Shares:
         """Give process `p`, its range done, the far half of the unclaimed rest of the range
         with most left among the processes still parsing, if that is at least `least` notes
         (and at least 2: each side keeps one). Until `p` claims again it does not count as
-        parsing, so the range it was given waits for it (while it writes out its segment)
-        rather than being taken over in turn."""
+        parsing, so the range it was given waits for it rather than being taken over in turn."""
         with self._lock:
             self._cells[4 * p + 3] = 0
             left, q = max((self._cells[4 * q + 1] - self._cells[4 * q], q)

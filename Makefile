@@ -10,7 +10,7 @@ PY := $(VENV)/$(BIN)/python
 VM := $(VENV)/$(BIN)/vaultmem
 DEMO ?= demo-vault
 
-.PHONY: install demo test test-thorough bench clean
+.PHONY: install demo test test-thorough test-whoosh-reloaded bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,27 @@ test-thorough: install
 	$(VENV)/$(BIN)/mypy
 	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest
 
+# The suite on the other Whoosh 2.7-compatible release: whoosh-reloaded installs the same `whoosh`
+# module in place of whoosh3 (pyproject's), in a venv of its own (storage/fulltext uses only
+# what Whoosh 2.7 documents, so either serves). CI runs it (.github/workflows/test.yml).
+RELOADED_VENV ?= .venv-whoosh-reloaded
+RELOADED := whoosh-reloaded==2.7.5
+RPY := $(RELOADED_VENV)/$(BIN)/python
+
+$(RELOADED_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(RELOADED_VENV)
+	$(RPY) -m pip install -q --upgrade pip
+	$(RPY) -m pip install -q -e '.[test]'
+	$(RPY) -m pip uninstall -q -y whoosh3
+	$(RPY) -m pip install -q '$(RELOADED)'
+	touch $@
+
+test-whoosh-reloaded: $(RELOADED_VENV)/.installed
+	$(RPY) -c "import importlib.metadata as m; print('whoosh-reloaded', m.version('whoosh-reloaded'))"
+	$(RPY) -m pytest $(PYTEST_ARGS)
+
 bench: install
 	$(PY) bench/bench_core.py --sizes 1000,10000
 
 clean:
-	rm -rf $(VENV) $(DEMO) build dist *.egg-info
+	rm -rf $(VENV) $(RELOADED_VENV) $(DEMO) build dist *.egg-info

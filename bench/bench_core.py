@@ -168,7 +168,7 @@ def self_retrieval(store: MemoryStore, pairs: list[tuple[str, str]], queries: in
 
     # Query words are words the index keeps: vaultmem's analyzer drops its stop words
     # ("there", "before", "about" ...) from notes and queries alike, so they cannot find anything.
-    from vaultmem.storage.analysis import STOP_WORDS
+    from vaultmem.storage.fulltext.analysis import STOP_WORDS
 
     # whole words as the note has them ("Auth0", "p95"), numbers left out
     words_of = lambda text: [w for w in re.findall(r"\w{2,}", text) if not w.isdigit()]  # noqa: E731

@@ -43,6 +43,9 @@ def comparison_args(doc: str | None, measured: str, runs: int, example: str) -> 
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--against", help=f"a commit to {measured} as well (checked out in a temporary git worktree)")
     ap.add_argument("--runs", type=int, default=runs, help="runs per version (they alternate)")
+    ap.add_argument("--against-vault", help="the vault the --against commit runs on, in place of the command's "
+                                           "--vault (a copy of its notes indexed by that commit: an index "
+                                           "format that changed would be rebuilt by each in turn); cold_ab.py")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="the vaultmem command, after --")
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command

@@ -16,6 +16,11 @@ saves come seconds apart: saves back to back share the two cores with that enric
 
     python bench/cold_ab.py --against cce0748 --runs 15 -- save "a note" --allow-duplicate --vault V100K
 
+A commit whose index format differs from this checkout's runs on its own copy of the notes
+(`--against-vault OLD`, indexed by that commit's `vaultmem index rebuild`; see mcp_ab.py):
+
+    python bench/cold_ab.py --against 4c1f1fa --against-vault OLD --runs 21 -- search "kafka plan" --vault NEW
+
 Prints the median, the fastest and the slowest run of each, the load average and
 `calibrate.py`'s figure before and after.
 """
@@ -81,15 +86,21 @@ def settled(command: list[str]) -> Callable[[], None]:
 def main() -> None:
     args, command = comparison_args(__doc__, "time", 21, 'search "kafka migration" --vault V10K')
     settle = settled(command)
+    commands = {name: command for name in ("this checkout", args.against)}
+    if args.against and args.against_vault:
+        if "--vault" not in command[:-1]:
+            sys.exit("--against-vault replaces the command's --vault VAULT: give one")
+        at = command.index("--vault") + 1
+        commands[args.against] = [*command[:at], args.against_vault, *command[at + 1:]]
     with checkouts(args.against) as (trees, scratch):
-        for tree in trees.values():
-            run_once(tree, command, scratch)  # the first run reads the files into the page cache
+        for name, tree in trees.items():
+            run_once(tree, commands[name], scratch)  # the first run reads the files into the page cache
         print(f"load average {os.getloadavg()[0]:.2f}, calibration {calibration_ms():.1f} ms before")
         times: dict[str, list[float]] = {name: [] for name in trees}
         for _ in range(args.runs):
             for name, tree in trees.items():
                 settle()
-                times[name].append(run_once(tree, command, scratch))
+                times[name].append(run_once(tree, commands[name], scratch))
         for name, found in times.items():
             print(f"{name:>16}: median {1000 * statistics.median(found):.0f} ms, fastest {1000 * min(found):.0f}, "
                   f"slowest {1000 * max(found):.0f} ({len(found)} runs)")

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from whoosh.analysis import StandardAnalyzer
 from whoosh.fields import TEXT
 
-from vaultmem.storage import analysis
-from vaultmem.storage.analysis import Text
+from vaultmem.storage.fulltext import analysis
+from vaultmem.storage.fulltext.analysis import Text
 
 ANALYZER = analysis.analyzer()
 WORDS = ["the", "The", "what", "deploys", "Caroline's", "James'", "l'equipe", "qu'il", "d'x", "it's",
@@ -109,3 +109,33 @@ def test_an_analyzer_is_forgotten_with_its_object():
     del chain, end
     gc.collect()
     assert len(analysis._CHAIN_ENDS) == before
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=30), st.sampled_from(["", " ", "memory", "memory/stm/a b.md", "ünï"])),
+       st.sampled_from([1.0, 1.5]))
+def test_a_key_gives_whoosh_s_id_postings(value, boost):
+    """`analysis.Key` (path, id, kind, status) skips the tokenizer, not a posting: the same
+    term bytes, frequency, weight and value as Whoosh's ID field, for any string."""
+    from whoosh.fields import ID
+
+    assert list(analysis.Key(field_boost=boost).index(value)) == list(ID(field_boost=boost).index(value))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(WORDS + UNICODE_WORDS), st.text(max_size=10)), max_size=40))
+def test_text_analysed_in_a_worker_gives_the_same_postings(words):
+    """A rebuild's worker analyses a note's text (`analyzed`), its documents pickled to the
+    process that writes: `Text.index` hands back exactly what it would have made of the text."""
+    import pickle
+
+    from vaultmem.storage.fulltext import engine
+
+    schema = engine.schema()
+    value = " ".join(words)
+    document = {"path": "memory/stm/x.md", "content": value, "entities": value}
+    shipped = pickle.loads(pickle.dumps(engine.analyzed(schema, document), protocol=pickle.HIGHEST_PROTOCOL))
+    assert shipped["path"] == "memory/stm/x.md"
+    for field in ("content", "entities"):
+        assert type(shipped[field]) is analysis.Analyzed
+        assert list(schema[field].index(shipped[field])) == list(schema[field].index(value))

@@ -9,8 +9,10 @@ from conftest import Clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vaultmem.storage import bm25
-from vaultmem.storage.index import SEARCH_FIELDS, _stemmer
+from vaultmem.storage.fulltext import bm25
+from vaultmem.storage.fulltext.engine import SEARCH_FIELDS
+from vaultmem.storage.fulltext.search import BM25_B, BM25_K1, parsed_search
+from vaultmem.storage.fulltext.search import stemmer as _stemmer
 from vaultmem.store import MemoryStore, Policy
 
 WORDS = ("kafka postgres migration deploy deploys deployed outage budget Caroline Caroline's adoption "
@@ -38,7 +40,7 @@ def indexed(tmp_path_factory):
     (root / "Projects").mkdir()
     (root / "Projects/Kafka Outage.md").write_text("# Kafka outage\nThe deploy broke the kafka consumer.\n")
     store.sync()
-    leaves = store.index._searcher().reader().leaf_readers()
+    leaves = searcher_of(store.index).reader().leaf_readers()
     assert len(leaves) > 1 and any(r.has_deletions() for r, _ in leaves)  # what this test is about
     yield store
     store.close()
@@ -46,11 +48,20 @@ def indexed(tmp_path_factory):
 
 def both(store: MemoryStore, text: str, kinds=("memory",), statuses=("active", "promoted"), tags=()):
     index = store.index
-    searcher = index._searcher()
-    allowed = index._allowed(searcher, kinds, statuses, tags)
+    searcher = searcher_of(index)
+    allowed = index.text_search().allowed(searcher, kinds, statuses, tags)
     fast, _ = index._search_once(text, kinds=kinds, statuses=statuses, tags=tags, limit=1000)
-    slow, _ = index._whoosh_search(searcher, text, allowed, 1000)
+    slow, _ = parsed_search(searcher, text, allowed, 1000)
     return fast, slow
+
+
+def searcher_of(index):
+    """Whoosh's own searcher over the index's current generation."""
+    return index.text_search().searcher(index.ix)
+
+
+def lexicon_of(index):
+    return index.text_search().current(index.ix)
 
 
 def assert_same(fast, slow):
@@ -119,7 +130,7 @@ def test_fast_path_equals_whoosh_on_any_plain_query(indexed, words):
 
 def test_the_lexicon_reads_idf_and_field_lengths_as_whoosh_s_searcher(indexed, monkeypatch):
     """bm25.Lexicon stands in for whoosh.searching.Searcher on the plain path: the same floats."""
-    lexicon = indexed.index._lexicon()
+    lexicon = lexicon_of(indexed.index)
     searcher = lexicon.searcher()
     assert lexicon.doc_count_all() == searcher.doc_count_all() > 60  # deleted documents count too
     for field in SEARCH_FIELDS:
@@ -132,12 +143,12 @@ def test_the_lexicon_reads_idf_and_field_lengths_as_whoosh_s_searcher(indexed, m
     for word in ("outage", "budget", "dog", "absent2", "kafka"):  # none yet in the content field's cache
         assert lexicon.idf("content", word) == searcher.idf("content", word)
         assert 1 <= len(lexicon._idf) <= 3
-    assert indexed.index._searcher() is searcher  # one Whoosh searcher per generation, built on demand
+    assert searcher_of(indexed.index) is searcher  # one Whoosh searcher per generation, built on demand
 
 
 def test_document_paths_kept_across_searches_stay_bounded(indexed, monkeypatch):
     """A server's path cache (bm25.doc_paths) starts again past DOC_PATHS_LIMIT paths."""
-    lexicon = indexed.index._lexicon()
+    lexicon = lexicon_of(indexed.index)
     docs = sorted(set(range(lexicon.doc_count_all())) - bm25.dead_docs(lexicon))
     expected = [lexicon.searcher().stored_fields(d)["path"] for d in docs]
     monkeypatch.setattr(bm25, "DOC_PATHS_LIMIT", 40)
@@ -164,7 +175,7 @@ def test_filter_postings_cached_per_segment_stay_true_across_commits_and_merges(
         return sorted(store.index.by_paths([p for p, _ in hits])[p].id for p, _ in hits)
 
     assert found() == sorted(ids)
-    cache = store.index._segment_docs
+    cache = store.index.text_search().segment_docs
     assert cache  # the filters' doc numbers were read and kept
     # Moving a note to the archive (as a person would) re-indexes it in a new segment and
     # deletes its old document: the old segment's cached doc numbers still list it, and the
@@ -178,7 +189,7 @@ def test_filter_postings_cached_per_segment_stay_true_across_commits_and_merges(
     with store.index.ix.writer() as writer:
         writer.mergetype = __import__("whoosh.writing", fromlist=["OPTIMIZE"]).OPTIMIZE
     assert found() == sorted(ids[:1] + ids[2:])
-    live = {bm25._segment_id(r) for r, _ in store.index._searcher().reader().leaf_readers()}
+    live = {r.segment().segment_id() for r, _ in searcher_of(store.index).reader().leaf_readers()}
     assert len(live) == 1 and {key[0] for key in cache} == live
     store.close()
 
@@ -198,14 +209,17 @@ def test_posting_lists_kept_by_a_long_lived_process_stay_true_across_edits_merge
         for text in queries:
             fast, slow = both(store, text)
             assert_same(fast, slow)
-            store.index._postings, kept = None, store.index._postings  # the same search read afresh
+            text_search = store.index.text_search()
+            text_search.postings, kept = None, text_search.postings  # the same search read afresh
+            text_search.long_lived = False
             afresh, _ = store.index._search_once(text, kinds=("memory",), statuses=("active", "promoted"),
                                                  tags=(), limit=1000)
-            store.index._postings = kept
+            text_search.postings = kept
+            text_search.long_lived = True
             assert fast == afresh
 
     check()
-    cache = store.index._postings
+    cache = store.index.text_search().postings
     assert cache is not None and cache.size > 0
     assert ("zebra" not in {key[3] for key in cache.entries if cache.entries[key]})  # absent: cached as ()
     # the person edits two memories: "kafka" leaves one and arrives in another (new segments,
@@ -220,10 +234,10 @@ def test_posting_lists_kept_by_a_long_lived_process_stay_true_across_edits_merge
     with store.index.ix.writer() as writer:  # one segment: the merged-away segments' entries go
         writer.mergetype = __import__("whoosh.writing", fromlist=["OPTIMIZE"]).OPTIMIZE
     check()
-    live = {bm25._segment_id(r) for r, _ in store.index._searcher().reader().leaf_readers()}
+    live = {r.segment().segment_id() for r, _ in searcher_of(store.index).reader().leaf_readers()}
     assert {key[0] for key in cache.entries} == live
     # a small budget: the oldest lists go first and the size stays within it
-    cache = store.index._postings = bm25.PostingsCache(16)
+    cache = store.index.text_search().postings = bm25.PostingsCache(16)
     check()
     assert cache.entries and cache.size == sum(len(v[0]) + 1 if v else 1 for v in cache.entries.values()) <= 16
     store.close()
@@ -234,7 +248,7 @@ def test_a_one_shot_process_keeps_no_posting_lists(tmp_path):
     store.init()
     store.save("Kafka retention plan", dedupe=False)
     assert store.search("kafka")["count"] == 1
-    assert store.index._postings is None
+    assert store.index.text_search().postings is None
     store.close()
 
 
@@ -256,8 +270,8 @@ def test_filters_held_as_what_they_leave_out_equal_the_plain_sets(tmp_path_facto
         else:
             (root / f"Note {i}.md").write_text(f"# Kafka note {i}\n")
     store.sync()
-    searcher = store.index._searcher()
-    allowed = store.index._allowed(searcher, ("memory",), statuses, ())
+    searcher = searcher_of(store.index)
+    allowed = store.index.text_search().allowed(searcher, ("memory",), statuses, ())
     plain = bm25.docs_with(searcher, "kind", ["memory"])
     if statuses:
         plain &= bm25.docs_with(searcher, "status", list(statuses))
@@ -303,129 +317,39 @@ def _live(listed, deleted):
     return [(d, w) for d, w in zip(*listed, strict=True) if d not in deleted] if listed else []
 
 
-@pytest.mark.parametrize("probe", [1, 3, 16])
-def test_segment_terms_read_every_term_as_whoosh_s_matcher(long_lists, monkeypatch, probe):
-    """SegmentTerms (os.pread of the term table and whole lists) gives every term of every
-    field of every segment the same doc numbers, weights and document frequency as Whoosh's
-    own reader; absent terms and fields give () and 0. `probe` varies how many hash-table
-    slots are read at once, so probes cross chunk ends and wrap around a table. Whoosh's
-    matcher skips deleted notes it meets first (its filter), so in the segment with deletions
-    the lists are compared without them: callers filter deleted notes either way."""
-    monkeypatch.setattr(bm25, "_PROBE", probe)
-    lexicon = long_lists.index._lexicon()
+def test_postings_read_through_the_matcher_are_every_posting_of_the_segment(long_lists):
+    """read_postings (the Matcher's id/weight/next) gives every term of every field of every
+    segment the doc numbers and weights the segment's own posting iterator lists
+    (`IndexReader.iter_postings`), deleted notes' postings left out on both sides (Whoosh's
+    matcher may skip them: callers filter deleted notes either way); an absent term or field
+    gives ()."""
+    lexicon = lexicon_of(long_lists.index)
     leaves = lexicon.reader().leaf_readers()
     assert len(leaves) == 2 and any(r.has_deletions() for r, _ in leaves)
     longest, weights, checked = 0, set(), 0
     for reader, _offset in leaves:
-        terms = lexicon.segment_terms(reader)
-        assert terms is not None
-        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
-        for field in lexicon.schema.names():
-            for raw in reader.lexicon(field):
-                text = raw.decode()
-                expected = bm25.read_postings(reader, field, text, None)  # no SegmentTerms: Whoosh's matcher
-                found = terms.postings(field, text)
-                if deleted:
-                    assert _live(found, deleted) == _live(expected, deleted), (field, text)
-                else:
-                    assert found == expected, (field, text)
-                assert terms.doc_frequency(field, text) == reader.doc_frequency(field, text)
-                longest = max(longest, len(expected[0]))
-                weights.update(expected[1])
-                checked += 1
-            assert terms.postings(field, "zzz-absent") == () and terms.doc_frequency(field, "zzz-absent") == 0
-        assert terms.postings("no_such_field", "kafka") == ()
+        deleted = frozenset(range(reader.doc_count_all())) - frozenset(reader.all_doc_ids())
+        expected: dict = {}
+        for field, term, doc, weight, _value in reader.iter_postings():
+            text = term.decode() if isinstance(term, bytes) else term
+            expected.setdefault((field, text), []).append((doc, weight))
+        for (field, text), postings in expected.items():
+            found = bm25.read_postings(reader, field, text)
+            assert _live(found, deleted) == [(d, w) for d, w in postings if d not in deleted], (field, text)
+            longest = max(longest, len(postings))
+            weights.update(w for _d, w in postings)
+            checked += 1
+        for field in SEARCH_FIELDS:
+            assert bm25.read_postings(reader, field, "zzz-absent") == ()
     assert checked > 1000 and longest > 2 * 128  # lists of three blocks and more
     assert {2.0, 3.0} <= weights  # repeated words: weights stored per posting
 
 
-def test_segment_terms_lists_are_what_searches_read(long_lists):
-    """The fast path reads through SegmentTerms, and its ranking equals Whoosh's parser and scorer."""
-    lexicon = long_lists.index._lexicon()
-    assert all(lexicon.segment_terms(r) is not None for r, _ in lexicon.reader().leaf_readers())
+def test_long_lists_rank_as_whoosh_s_parser_and_scorer(long_lists):
     for text in ("kafka", "deploy kafka", "rare7 plan", "release ops", "rare299"):
         fast, slow = both(long_lists, text)
         assert fast and len(fast) == len(slow)
         assert_same(fast, slow)
-
-
-def test_without_pread_whoosh_reads_the_lists_and_the_ranking_is_the_same(tmp_path, monkeypatch):
-    """Windows has no os.pread (forced here by VAULTMEM_PLATFORM_RULES=no-pread): no
-    SegmentTerms, Whoosh's matcher reads every list, and searches rank the same."""
-    store = MemoryStore(tmp_path / "v", clock=Clock())
-    store.init()
-    for i in range(40):
-        store.save(f"Kafka plan {i}: " + "deploy " * (i % 3) + f"item{i}", dedupe=False)
-    with_pread = [store.search(q)["results"] for q in ("kafka deploy", "item7", "plan")]
-    monkeypatch.setenv("VAULTMEM_PLATFORM_RULES", "no-pread")
-    store.index._search = None  # a new generation's lexicon, built without
-    lexicon = store.index._lexicon()
-    leaves = lexicon.reader().leaf_readers()
-    assert len(leaves) > 1 and all(lexicon.segment_terms(r) is None for r, _ in leaves)
-    assert [store.search(q)["results"] for q in ("kafka deploy", "item7", "plan")] == with_pread
-    store.close()
-
-
-def test_segment_terms_refuse_a_closed_segment_and_report_a_damaged_list(long_lists, monkeypatch):
-    """A lexicon's readers closed (a newer generation replaced it): reading by the old
-    descriptor number could read another file, so SegmentTerms refuses. A posting list or a
-    term record whose bytes are not Whoosh's is reported as a damaged index (which a search
-    repairs), naming the term and the fix."""
-    from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
-    from whoosh.reading import CorruptIndexError
-
-    with pytest.raises(CorruptIndexError, match=r"^Bad postings tag for 'content:kafka'; run `vaultmem index rebuild`$"):
-        bm25._parse_blocks(b"XXXX" + bytes(20), "content:kafka")
-    with pytest.raises(CorruptIndexError, match=r"^Damaged postings for 'content:kafka' \(.*\); run `vaultmem index"):
-        bm25._parse_blocks(WHOOSH3_HEADER_MAGIC + (-12).to_bytes(4, "big", signed=True) + b"not a pickle",
-                           "content:kafka")
-    lexicon = bm25.Lexicon(long_lists.index.ix, lambda: None)
-    reader = lexicon.reader().leaf_readers()[0][0]
-    terms = lexicon.segment_terms(reader)
-    assert terms is not None and terms.postings("content", "kafka")
-    whole = bm25.SegmentTerms._read
-
-    def cut(self, file, position, length):  # a term file that ends inside the term's record
-        data = whole(self, file, position, length)
-        return data if length % 12 == 0 else data[:25]  # hash-table slots (12 bytes each) come whole
-
-    monkeypatch.setattr(bm25.SegmentTerms, "_read", cut)
-    with pytest.raises(CorruptIndexError, match=r"^Short term record for content:'kafka'; run `vaultmem index rebuild`$"):
-        terms.postings("content", "kafka")
-    monkeypatch.undo()
-    assert terms.postings("content", "kafka")
-    lexicon.close()
-    with pytest.raises(ValueError, match="^read of a closed index segment$"):
-        terms.postings("content", "kafka")
-
-
-@pytest.mark.parametrize("rules", ["", "no-pread"])
-def test_a_search_that_meets_a_damaged_posting_list_rebuilds_the_index_and_answers(tmp_path, monkeypatch, rules):
-    """A posting list's bytes overwritten (a disk, a sync client): the search that meets it
-    rebuilds the index from the notes and answers as before; no note changes. Either reader
-    (SegmentTerms, or Whoosh's without os.pread) reports the damage the same way."""
-    monkeypatch.setenv("VAULTMEM_PLATFORM_RULES", rules)
-    root = tmp_path / "v"
-    store = MemoryStore(root, clock=Clock())
-    store.init()
-    for i in range(12):
-        store.save(f"Kafka retention plan {i}", dedupe=False)
-    expected = store.search("kafka retention")["results"]
-    notes = {p: p.read_bytes() for p in root.rglob("*.md")}
-    lexicon = store.index._lexicon()
-    reader = lexicon.reader().leaf_readers()[-1][0]
-    info = reader._terms.term_info("content", b"kafka")
-    from vaultmem.storage.bm25 import _real_file
-
-    file, base = _real_file(reader._terms._postfile)
-    with open(file.name, "r+b") as seg:  # the list's header tag, overwritten
-        seg.seek(base + info.extent()[0])
-        seg.write(b"XXXX")
-    store.close()
-    store = MemoryStore(root, clock=Clock())
-    assert store.search("kafka retention")["results"] == expected
-    assert {p: p.read_bytes() for p in root.rglob("*.md")} == notes
-    store.close()
 
 
 def _reference_scores(lexicon, terms, allowed, b, k1):
@@ -434,16 +358,16 @@ def _reference_scores(lexicon, terms, allowed, b, k1):
     acc, masks = {}, {}
     for field, text, bit in terms:
         for reader, offset in lexicon.reader().leaf_readers():
-            listed = bm25.read_postings(reader, field, text, None)
+            listed = bm25.read_postings(reader, field, text)
             if not listed:
                 continue
             idf, avgfl = lexicon.idf(field, text), lexicon.avg_field_length(field) or 1
-            raw, decoded = bm25._lengths(reader, field, {})
             for d, tf in zip(*listed, strict=True):
                 doc = d + offset
                 if doc not in allowed:
                     continue
-                s = idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * decoded[raw[d]] / avgfl)))
+                length = reader.doc_field_length(d, field, 1)
+                s = idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * length / avgfl)))
                 acc[doc] = acc[doc] + s if doc in acc else s
                 masks[doc] = masks.get(doc, 0) | bit
     return acc, masks
@@ -455,10 +379,8 @@ def test_scores_equal_the_formula_exactly(long_lists, query):
     last bit (tests above compare with Whoosh's scorer within 1e-9): with a filter held as
     what it leaves out (AllBut: some excluded, deleted notes' numbers among them), as a plain
     set, and empty."""
-    from vaultmem.storage.index import BM25_B, BM25_K1
-
     index = long_lists.index
-    lexicon = index._lexicon()
+    lexicon = lexicon_of(index)
     plan = bm25.query_terms(lexicon.schema, SEARCH_FIELDS, bm25.plain_words(query), _stemmer())
     assert plan is not None
     terms, _n = plan

@@ -18,7 +18,7 @@ from conftest import invoke
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from vaultmem.storage.analysis import analyzer, fold
+from vaultmem.storage.fulltext.analysis import analyzer, fold
 
 FIXTURE = yaml.safe_load((Path(__file__).resolve().parent.parent / "fixtures" / "multilingual.yaml")
                          .read_text(encoding="utf-8"))
@@ -53,7 +53,7 @@ def test_kana_keep_their_voicing_marks():
 @given(st.text(st.sampled_from(list("咖啡店東京の天気がかカタナー手机壳我喜欢éüñßçœÆ ")), max_size=40))
 @example("éÆéé")  # folds to a Latin word Porter stems twice over: eææe... -> eæe -> eæ
 def test_every_term_analyses_back_to_itself(text):
-    """The index maps a matched term to its content form by analysing it again (index._stemmer):
+    """The index maps a matched term to its content form by analysing it again (fulltext.search.stemmer):
     so must every bigram and character. A folded Latin word goes through the Porter stemmer,
     which is not idempotent (it makes `ase` into `as`, and `eæe` into `eæ`), so for those only
     one term comes back, never none or two."""
@@ -98,6 +98,6 @@ def test_each_language_through_the_mcp_server(store, lang):
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12))
 def test_the_fast_cjk_check_agrees_with_the_character_ranges(text):
-    from vaultmem.storage.analysis import has_cjk, is_cjk
+    from vaultmem.storage.fulltext.analysis import has_cjk, is_cjk
 
     assert has_cjk(text) == any(is_cjk(ch) for ch in text)

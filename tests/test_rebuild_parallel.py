@@ -44,7 +44,7 @@ def big_vault(tmp_path: Path) -> Path:
 def snapshot(store: MemoryStore) -> dict[str, object]:
     ix = store.index
     db = ix.db
-    searcher = ix._searcher()
+    searcher = ix.text_search().searcher(ix.ix)
     return {
         "notes": sorted(db.execute("SELECT * FROM notes").fetchall()),
         "links": sorted(db.execute("SELECT src, pos, target, target_key, subpath, alias, embed, type, strength,"
@@ -55,6 +55,10 @@ def snapshot(store: MemoryStore) -> dict[str, object]:
         "hits": [ix.search(w, kinds=("memory",), statuses=None, limit=100)[0] for w in WORDS],
         "schema": catalog_schema(db),
     }
+
+
+def segments_of(store: MemoryStore) -> list:
+    return store.index.segments()
 
 
 def catalog_schema(db) -> list[tuple[str, str, str]]:
@@ -77,10 +81,11 @@ def test_a_shared_rebuild_equals_one_done_alone(tmp_path, monkeypatch, rules):
     assert [m["path"] for m in shared["malformed"]] == ["memory/stm/broken-yaml-note-0badc0de.md",
                                                         "memory/stm/m050.md"]
     got = snapshot(store)
-    assert len(store.index._searcher().reader().leaf_readers()) == 3
+    assert len(segments_of(store)) == 1  # all parse; this process alone writes, one segment
     for key in expected:
         assert got[key] == expected[key], key
     assert not [p for p in (vault / ".vaultmem").rglob("worker-*")]  # the workers' catalogs are gone
+    assert not (vault / ".vaultmem" / "index" / "chunks").exists()  # and the claims' documents
     assert store.backlinks("00000009-0000-4000-8000-000000000000")["count"] == 1
     store.close()
 
@@ -109,36 +114,40 @@ def test_a_rebuilt_catalog_has_every_index(tmp_path, monkeypatch, parallel):
 
 
 @pytest.mark.skipif(not portable.can_fork(), reason="the slowness is a monkeypatch, which only a forked worker inherits")
-@pytest.mark.parametrize("slow", ["main", "worker"])
+@pytest.mark.parametrize("slow", ["worker", "main"])
 def test_the_faster_process_takes_over_the_slower_ones_range(tmp_path, monkeypatch, slow):
+    """One worker parses the first half, this process (between the documents it writes) the
+    second; whichever runs slower has the far end of its half parsed by the other."""
     vault = big_vault(tmp_path)
     store = MemoryStore(vault)
     store.rebuild_index()
     expected = snapshot(store)
-    main = os.getpid()
+    notes = sorted(store.vault.scan())
+    half = len(notes) // 2
+    slow_notes = notes[:half] if slow == "worker" else notes[half:]
+    log = tmp_path / "parsed"
+    log.mkdir()
     real = index_module.read_opened
-    parsed_here: list[str] = []
 
     def uneven(vault_, rel, fd):
-        if (os.getpid() == main) == (slow == "main"):
+        if rel in slow_notes:
             time.sleep(0.02)
-        if os.getpid() == main:
-            parsed_here.append(rel)
+        with open(log / str(os.getpid()), "a", encoding="utf-8") as file:
+            file.write(rel + "\n")
         return real(vault_, rel, fd)
 
     monkeypatch.setattr(index_module, "read_opened", uneven)  # forked workers inherit it
     monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)
     monkeypatch.setattr(index_module, "TAKE_OVER_MIN", 4)
     monkeypatch.setattr(index_module, "CLAIM", 2)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # one worker: the first half here, the second there
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # one worker: the first half there, the second here
     shared = store.rebuild_index()
-    notes = len(store.vault.scan())
-    first_half = sorted(store.vault.scan())[:notes // 2]
-    if slow == "main":  # the worker took over the far end of this process's half
-        assert len(parsed_here) < notes // 2 and parsed_here == first_half[:len(parsed_here)]
-    else:  # this process went on into the worker's half
-        assert len(parsed_here) > notes // 2 and parsed_here[:notes // 2] == first_half
-    assert len(store.index._searcher().reader().leaf_readers()) >= 3
+    parsed = {int(f.name): f.read_text(encoding="utf-8").split() for f in log.iterdir()}
+    assert len(parsed) == 2 and os.getpid() in parsed
+    assert sorted(rel for rels in parsed.values() for rel in rels) == notes  # each note parsed once
+    fast = next(pid for pid, rels in parsed.items() if rels[0] not in slow_notes)
+    taken = [rel for rel in parsed[fast] if rel in slow_notes]
+    assert taken and sorted(taken) == slow_notes[len(slow_notes) - len(taken):]  # the far end of it
     assert shared["malformed"] == [{"path": "memory/stm/broken-yaml-note-0badc0de.md",
                                     "reason": shared["malformed"][0]["reason"]},
                                    {"path": "memory/stm/m050.md", "reason": shared["malformed"][1]["reason"]}]
@@ -220,12 +229,16 @@ def test_a_failing_worker_stops_the_rebuild_and_keeps_the_index(tmp_path, monkey
     before = snapshot(store)
     files = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".vaultmem" not in p.parts}
     real = index_module.read_opened
+    notes = sorted(store.vault.scan())
+    in_the_worker_s_half = notes[len(notes) // 4]  # the worker parses the first half, this process the second
 
     def failing(vault_, rel, fd):
-        if rel == "memory/stm/m100.md":
+        if rel == in_the_worker_s_half and os.getpid() != main:
             os.close(fd)
             raise MemoryError("out of memory")
         return real(vault_, rel, fd)
+
+    main = os.getpid()
 
     monkeypatch.setattr(index_module, "read_opened", failing)  # forked workers inherit it
     monkeypatch.setattr(index_module, "PARALLEL_PARSE_MIN", 1)

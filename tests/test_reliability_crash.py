@@ -224,8 +224,9 @@ def _damage_whoosh_schema_of_a_later_version(index: Path) -> None:
     """The schema names a field class this version does not have, as a later vaultmem's may."""
     for toc in (index / "whoosh").glob("*.toc"):
         data = toc.read_bytes()
-        assert b"vaultmem.storage.analysis\nText\n" in data
-        toc.write_bytes(data.replace(b"vaultmem.storage.analysis\nText\n", b"vaultmem.storage.analysis\nTxet\n"))
+        assert b"vaultmem.storage.fulltext.analysis\nText\n" in data
+        toc.write_bytes(data.replace(b"vaultmem.storage.fulltext.analysis\nText\n",
+                                     b"vaultmem.storage.fulltext.analysis\nTxet\n"))
 
 
 def _damage_whoosh_segments_gone(index: Path) -> None:

@@ -18,7 +18,7 @@ from vaultmem.cli import cli
 from vaultmem.core import scoring
 from vaultmem.core.scoring import fuse, semantic_relevance
 from vaultmem.storage import embeddings
-from vaultmem.storage.analysis import analyzer
+from vaultmem.storage.fulltext.analysis import analyzer
 from vaultmem.storage.index import natural_query, property_terms, title_terms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

@@ -402,7 +402,7 @@ def test_file_name_words_of_a_memory_are_not_counted_twice(store, vault_path):
     rec = store.resolve(plain)
     from vaultmem.storage.index import _document
 
-    assert _document(rec)["title"] == ""
+    assert "title" not in _document(rec)  # no words: the field is left out
 
 
 def test_freshness_ttl_skips_rescans_but_not_own_writes(vault_path, clock):
@@ -448,7 +448,7 @@ def test_warm_opens_the_index_and_reads_nothing_into_the_notes(store, vault_path
     before = {p: p.read_bytes() for p in vault_path.rglob("*.md")}
     store = MemoryStore(vault_path, clock=store.clock, policy=Policy(freshness_ttl=60.0))
     store.warm()
-    assert store.index._search is not None and store.last_sync is not None
+    assert store.index.text_search().lexicon is not None and store.last_sync is not None
     assert {p: p.read_bytes() for p in vault_path.rglob("*.md")} == before
     scans = []
     store.vault.scan = lambda *a, **k: scans.append(1) or {}
@@ -496,9 +496,9 @@ def test_ranking_rows_kept_by_a_long_lived_process_follow_every_write(vault_path
 
 def test_properties_read_from_the_catalog_are_each_records_own(store):
     """A search reads up to 110 memories' properties from the catalog; flat ones repeat and are
-    parsed once per process (`index._props_of`). Each record still gets its own dict: one
+    parsed once per process (`record.props_of`). Each record still gets its own dict: one
     changed does not change another's or the next read, nested values included."""
-    from vaultmem.storage import index as idx
+    from vaultmem.storage import record
 
     a = store.resolve(store.save("Standup moved to 9:30", meta={"project": "apollo", "points": 3})["memory_id"])
     b = store.resolve(store.save("Retro moved to Friday", meta={"project": "apollo", "points": 3})["memory_id"])
@@ -513,5 +513,5 @@ def test_properties_read_from_the_catalog_are_each_records_own(store):
         again = read([a.path, c.path])
         assert again[a.path].props == flat and first[b.path].props == flat
         assert again[c.path].props["owners"] == ["ana", "bo"]
-    assert any(known == flat for known in idx._FLAT_PROPS.values())
-    assert not any("owners" in known for known in idx._FLAT_PROPS.values())  # not flat: parsed each time
+    assert any(known == flat for known in record._FLAT_PROPS.values())
+    assert not any("owners" in known for known in record._FLAT_PROPS.values())  # not flat: parsed each time

@@ -591,7 +591,7 @@ def test_watcher_commits_leave_merging_segments_to_a_child(vault_path, running, 
         os.replace(tmp, stm / f"note-{i:02d}.md")
 
     def sizes() -> list[int]:
-        return sorted(s.doc_count_all() for s in reader.index.ix._segments())
+        return sorted(s.doc_count_all() for s in reader.index.segments())
 
     def searchable(i: int) -> bool:
         word = f"{'bcdfghjklm'[i // 10]}{'bcdfghjklm'[i % 10]}quokka"

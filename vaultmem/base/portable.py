@@ -2,13 +2,13 @@
 
 Linux, macOS and Windows differ where vaultmem touches the operating system: `fork` (Linux
 only, here: macOS's fork is unsafe once frameworks are loaded, Windows has none), `fcntl`
-(not on Windows), `os.pread` (not on Windows), glibc's `malloc_trim`/`mallopt` (Linux with
+(not on Windows), glibc's `malloc_trim`/`mallopt` (Linux with
 glibc only), file systems that ignore case (macOS and Windows by default) and the file names
 Windows refuses. The code above asks this module and never `sys.platform` itself.
 
 `VAULTMEM_PLATFORM_RULES` forces the fallbacks on Linux, so the test suite runs each of
 them here: a comma-separated list of `no-fork`, `no-fcntl`, `no-glibc`, `case-insensitive`,
-`no-pread`, or `windows` (all of them: the platform that has none of them). It is read at
+or `windows` (all of them: the platform that has none of them). It is read at
 each call, so a test sets it with `monkeypatch.setenv`.
 """
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import subprocess
 
 ENV = "VAULTMEM_PLATFORM_RULES"
-RULES = ("no-fork", "no-fcntl", "no-glibc", "case-insensitive", "no-pread")
+RULES = ("no-fork", "no-fcntl", "no-glibc", "case-insensitive")
 WINDOWS = "windows"
 
 
@@ -98,12 +98,6 @@ def has_fcntl() -> bool:
     except ImportError:
         return False
     return True
-
-
-def has_pread() -> bool:
-    """Whether `os.pread` exists (a read at a position that leaves the file's offset alone:
-    every POSIX system; not Windows)."""
-    return hasattr(os, "pread") and "no-pread" not in forced()
 
 
 def piped(*fds: int) -> bool:

@@ -339,7 +339,7 @@ def duplicate_query(content: str, max_terms: int = 8) -> str:
     A near-identical memory shares almost every word, so its rarest (longest) few are
     enough to bring it into the top hits; the caller searches the content field only.
     """
-    from vaultmem.storage.bm25 import (
+    from vaultmem.storage.fulltext.bm25 import (
         OPERATORS,  # "not", "or" are words here, not query syntax
     )
 

@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from vaultmem.storage.index import Index, Record
+    from vaultmem.storage.index import Index
+    from vaultmem.storage.record import Record
 
 # (record, decay score, relevance, rank) as store.search ranks them
 Ranked = tuple["Record", float, "float | None", float]

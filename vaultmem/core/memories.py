@@ -50,7 +50,8 @@ from vaultmem.core.model import (
 from vaultmem.core.scoring import Ranked
 from vaultmem.storage import note as notes
 from vaultmem.storage import segments
-from vaultmem.storage.index import Index, Record, SyncReport, iso, math_functions
+from vaultmem.storage.index import Index, SyncReport, iso, math_functions
+from vaultmem.storage.record import Record
 from vaultmem.storage.vault import Vault, is_note_path
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -1220,7 +1221,7 @@ class Memories:
 
     def index_merge_due(self) -> bool:
         """Merges are deferred and the commits since left segments that need one."""
-        return not self.index.merge_on_commit and bool(segments.plan(self.index.ix._segments()))
+        return not self.index.merge_on_commit and bool(segments.plan(self.index.segments()))
 
     def start_index_merge(self, close_fds: Sequence[int] = ()) -> int:
         """Start the child that merges the index segments (forked or spawned); its pid."""

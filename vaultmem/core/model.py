@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.base.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from vaultmem.storage.index import Record
+    from vaultmem.storage.record import Record
 
 MAX_CONTENT = 50_000
 MAX_TAGS = 50

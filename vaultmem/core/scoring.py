@@ -13,7 +13,7 @@ from vaultmem.base.config import DECAY_MODELS, Settings
 from vaultmem.base.timeutil import days_between, parse_time
 from vaultmem.core import decay
 from vaultmem.storage import note as notes
-from vaultmem.storage.index import Record
+from vaultmem.storage.record import Record
 
 FRESHNESS_MIDPOINT = 0.3
 CURVE_DAYS = (0, 1, 2, 3, 5, 7, 10, 14, 21, 30)

@@ -24,7 +24,7 @@ from vaultmem.core.memories import Memories
 from vaultmem.core.model import CLUSTER_THRESHOLD, COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MAX_CLUSTER_SIZE
 from vaultmem.features import graph, lifecycle
 from vaultmem.storage import note as notes
-from vaultmem.storage.index import Record
+from vaultmem.storage.record import Record
 
 Vector = dict[str, float]
 Embedder = Callable[[Sequence[Record]], Sequence[Sequence[float]]]
@@ -72,7 +72,7 @@ def build_vectors(records: Sequence[Record], embed: Embedder | None = None) -> l
     if embed is not None:
         dense = embed(records)
         return [_normalise({f"d{i}": float(x) for i, x in enumerate(row) if x}) for row in dense]
-    from vaultmem.storage.analysis import analyzer as make_analyzer
+    from vaultmem.storage.fulltext.analysis import analyzer as make_analyzer
 
     analyzer = make_analyzer(search=False)  # the chain its thresholds were tuned on
     counts = [_terms(rec, analyzer) for rec in records]

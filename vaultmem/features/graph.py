@@ -25,7 +25,7 @@ from vaultmem.core.model import MAX_PAGE_SIZE, paginate
 from vaultmem.storage import canvas
 from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
-from vaultmem.storage.index import Record
+from vaultmem.storage.record import Record
 
 MAX_IDS = 100
 GRAPH_STATUSES = ("active", "promoted", "archived", "all")

@@ -32,8 +32,9 @@ from vaultmem.core.scoring import (
     record_score,
 )
 from vaultmem.storage import note as notes
-from vaultmem.storage.index import Record, iso, record_from_text
+from vaultmem.storage.index import iso, record_from_text
 from vaultmem.storage.links import JSON_VALUES
+from vaultmem.storage.record import Record
 
 GC_LIMIT_MAX = 10_000
 SAMPLE_IDS = 10  # gc's memory_ids is a sample, as in the seed

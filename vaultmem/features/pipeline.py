@@ -24,7 +24,7 @@ from vaultmem.base.timeutil import format_time, parse_time
 from vaultmem.core.memories import Memories
 from vaultmem.features import consolidate as C
 from vaultmem.features import lifecycle
-from vaultmem.storage.index import Record
+from vaultmem.storage.record import Record
 
 AGENTS = ("decay", "cluster", "merge", "promote", "relations")
 ACTIONS = ("merge", "promote", "touch", "archive", "relate")

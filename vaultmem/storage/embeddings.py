@@ -31,7 +31,7 @@ from vaultmem.base.errors import InvalidInput, MissingExtra
 from vaultmem.storage import models
 
 if TYPE_CHECKING:  # pragma: no cover
-    from vaultmem.storage.index import Record
+    from vaultmem.storage.record import Record
 
 MODEL = models.DEFAULT
 MODEL_NAME = MODEL.name

@@ -32,17 +32,20 @@ from vaultmem.base.timeutil import UTC, format_time
 from vaultmem.base.walk import listing_digest, rows_digest
 from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
+from vaultmem.storage.fulltext import engine
+from vaultmem.storage.fulltext.engine import SEARCH_FIELDS
+from vaultmem.storage.fulltext.search import TextSearch
+from vaultmem.storage.record import COLUMNS, Record, props_of
 from vaultmem.storage.vault import Vault, is_conflict_copy
 
-SCHEMA_VERSION = 11  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
+SCHEMA_VERSION = 12  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
 # (forget.py); 6: kind "conflict" for sync-conflict copies (reliability); 8: markdown links, inline and
 # parent tags in the tags field, YAML 1.2 (citizenship); 9: markdown links in Obsidian's shortest and
 # absolute formats (`Note.md`, `Folder/Note.md`) kept as written and resolved like wikilinks;
 # 10: the multilingual analyzer (NFKC, case and accent folding, CJK bigrams; storage/analysis.py);
-# 11: the analyzer's filters merged into two (the schema Whoosh pickles names them)
+# 11: the analyzer's filters merged into two (the schema Whoosh pickles names them); 12: the analyzer
+# moved into the full-text seam (storage/fulltext/analysis.py: the pickled schema names its module)
 ID_NAMESPACE = uuid.UUID("5b1e0c3a-9d4f-4e7a-8c2b-6f1d3e5a7b90")
-SEARCH_FIELDS = ("title", "content", "tags", "entities", "props")
-PROPS_BOOST = 1.0
 # Labels vaultmem's classifier writes into a saved memory's properties (`store.save`'s
 # enrichment): the same few words on thousands of memories say nothing about this one.
 GENERATED_KEYS = frozenset({"urgency", "domain"})
@@ -55,105 +58,10 @@ LONG_LIVED_CACHE_KIB = 512
 # the most recently read first to stay (~690 bytes each: ~1.4 MB; at 10,000 memories
 # bench_core's topic pairs found 55-59 % of their candidates there, docs/performance.md).
 RANK_CACHE_ROWS = 2048
-# BM25 with the Anserini/Lucene-for-IR defaults (k1 0.9, b 0.4): memories are short and
-# of very uneven length, and full length normalisation (b 0.75) punishes the long ones that
-# carry the detail. Whoosh's SQR coordination bonus (OrGroup scale) counts field clauses,
-# not words, and measured worse than none, so words are plainly OR-ed (see docs/retrieval.md).
-COORDINATION = 0.0
-FIELD_BOOSTS: dict[str, float] = {}
-BM25_B = 0.4
-BM25_K1 = 0.9
-
-_COLUMNS = (
-    "path", "mtime_ns", "size", "kind", "id", "status", "title", "content", "created",
-    "last_used", "use_count", "strength", "memory_type", "pinned", "tags", "entities",
-    "source", "context", "agent", "props", "error",
-)
-
 # What ranking reads (Index.rank_records): every column but the text a result shows.
 _RANK_SELECT = ("path, mtime_ns, size, kind, id, status, created, last_used, use_count, strength, memory_type,"
                 " pinned, source, agent, props")
 
-
-@dataclasses.dataclass
-class Record:
-    """What the index knows of one file; `error` is set for a malformed note."""
-
-    path: str
-    mtime_ns: int
-    size: int
-    kind: str  # memory | note | block | session | review | conflict | malformed
-    id: str | None = None
-    status: str | None = None
-    title: str = ""
-    content: str = ""
-    created: float | None = None
-    last_used: float | None = None
-    use_count: int = 0
-    strength: float = 1.0
-    memory_type: str | None = None
-    pinned: bool = False
-    tags: list[str] = dataclasses.field(default_factory=list)
-    entities: list[str] = dataclasses.field(default_factory=list)
-    source: str | None = None
-    context: str | None = None
-    agent: str | None = None
-    props: dict[str, Any] = dataclasses.field(default_factory=dict)
-    error: str | None = None
-
-    @property
-    def created_dt(self) -> dt.datetime | None:
-        return None if self.created is None else dt.datetime.fromtimestamp(self.created, UTC)
-
-    @property
-    def last_used_dt(self) -> dt.datetime | None:
-        return None if self.last_used is None else dt.datetime.fromtimestamp(self.last_used, UTC)
-
-    def row(self) -> tuple[Any, ...]:
-        values = {c: getattr(self, c) for c in _COLUMNS}  # dataclasses.asdict deep-copies: 4x slower
-        values["tags"] = _to_json(self.tags)
-        values["entities"] = _to_json(self.entities)
-        try:  # allow_nan=False: SQLite's JSON functions refuse NaN/Infinity (`rating: .inf`)
-            values["props"] = _props_json(self.props)
-        except (TypeError, ValueError):  # a nested key JSON cannot hold (a date, a list), a non-finite number: as text
-            values["props"] = _props_json(_json_safe(self.props))
-        values["pinned"] = int(self.pinned)
-        return tuple(values[c] for c in _COLUMNS)
-
-    @classmethod
-    def from_row(cls, row: Sequence[Any]) -> Record:
-        # Positional, in _COLUMNS order (= field order, checked at import); empty JSON
-        # skipped: a search builds up to 100 of these per query.
-        (path, mtime_ns, size, kind, id_, status, title, content, created, last_used, use_count,
-         strength, memory_type, pinned, tags, entities, source, context, agent, props, error) = row
-        return cls(path, mtime_ns, size, kind, id_, status, title, content, created, last_used, use_count,
-                   strength, memory_type, bool(pinned),
-                   json.loads(tags) if tags and tags != "[]" else [],
-                   json.loads(entities) if entities and entities != "[]" else [],
-                   source, context, agent, _props_of(props), error)
-
-
-assert tuple(f.name for f in dataclasses.fields(Record)) == _COLUMNS
-
-# Flat properties (text, numbers, booleans) by their catalog JSON: memories repeat a few
-# combinations (vaultmem's own `urgency` and `domain`: 30), and a search reads up to 110 of
-# them (`Index.rank_records`, `by_paths`): json.loads ~2 us each, a copy of a flat dict ~0.2 us.
-_FLAT_PROPS: dict[str, dict[str, Any]] = {}
-_FLAT_PROPS_MAX = 1024
-_FLAT = (str, int, float, bool, type(None))
-
-
-def _props_of(text: str | None) -> dict[str, Any]:
-    """The properties of a catalog row's JSON: a fresh dict each time (a caller may change it)."""
-    if not text or text == "{}":
-        return {}
-    known = _FLAT_PROPS.get(text)
-    if known is not None:
-        return dict(known)  # flat: a shallow copy shares nothing mutable
-    props: dict[str, Any] = json.loads(text)
-    if len(_FLAT_PROPS) < _FLAT_PROPS_MAX and all(type(v) in _FLAT for v in props.values()):
-        _FLAT_PROPS[text] = dict(props)
-    return props
 
 # The notes_episodes index, walked up to :span steps either way from a memory's created time.
 # Memories saved at the same instant have no order between them and are not neighbours.
@@ -165,28 +73,6 @@ _NEIGHBOURS = (
     " FROM json_each(:paths) AS c CROSS JOIN notes n ON n.path = c.value"  # c first: a lookup per path
     " WHERE n.kind = 'memory' AND n.created IS NOT NULL"
 )
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {notes.property_name(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)  # "inf", "nan": as text, which SQLite's JSON can hold
-    return value
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    return str(value)
-
-
-# json.dumps given any argument makes a new encoder per call (~1.7 us); a rebuild encodes three
-# values per note. These are those calls' encoders, made once (the same text).
-_to_json = json.JSONEncoder(ensure_ascii=False).encode
-_props_json = json.JSONEncoder(ensure_ascii=False, default=_json_default, allow_nan=False).encode
 
 
 @dataclasses.dataclass
@@ -333,44 +219,6 @@ def _kind_of(vault: Vault, rel: str, props: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def _analyzer() -> Any:
-    from vaultmem.storage.analysis import analyzer
-
-    return analyzer()
-
-
-def _delete_path(writer: Any, reader: Any, path: str) -> None:
-    """Delete every document of `path` (none: nothing), as `writer.delete_by_term("path", path)`
-    does, with the documents found in `reader` (the writer's) instead of a Searcher."""
-    from whoosh.reading import TermNotFound
-
-    try:
-        docnums = list(reader.postings("path", path).all_ids())  # deleted documents left out
-    except TermNotFound:
-        return
-    for docnum in docnums:
-        writer.delete_document(docnum)
-
-
-def _schema() -> Any:
-    from whoosh.fields import ID, KEYWORD, Schema
-
-    from vaultmem.storage.analysis import Text  # TEXT, indexing text in one pass
-
-    analyzer = _analyzer()
-    return Schema(
-        path=ID(stored=True, unique=True),
-        id=ID(stored=True),
-        kind=ID,
-        status=ID,
-        title=Text(analyzer=analyzer, field_boost=1.5),
-        content=Text(analyzer=analyzer),
-        tags=KEYWORD(lowercase=True, commas=True, scorable=True, field_boost=1.5),
-        entities=Text(analyzer=analyzer, field_boost=1.3),
-        props=Text(analyzer=analyzer, field_boost=PROPS_BOOST),
-    )
-
-
 def title_terms(rec: Record) -> str:
     """The file name as searchable words, unless vaultmem generated it from the content.
 
@@ -405,20 +253,28 @@ def property_terms(rec: Record) -> str:
 
 
 def _document(rec: Record) -> dict[str, Any]:
+    """The note's full-text document. A text field with no words is left out: it would add no
+    posting and a length of 0, which is what a field left out has (one field fewer for the
+    writer, most memories have no title, entities or wordy properties)."""
     text = getattr(rec, "_full_text", rec.content)
-    return {
+    document = {
         "path": rec.path,
         "id": rec.id or "",
         "kind": rec.kind,
         "status": rec.status or "",
-        "title": title_terms(rec),
-        "content": text,
+    }
+    for field, value in (
+        ("title", title_terms(rec)),
+        ("content", text),
         # inline `#tags` of the whole text count too (a person's note's, not only its preview's),
         # and a nested tag's parents (`infra` finds `infra/db`)
-        "tags": ",".join(notes.with_parents([*rec.tags, *notes.inline_tags(text)])),
-        "entities": " ".join(rec.entities),
-        "props": property_terms(rec),
-    }
+        ("tags", ",".join(notes.with_parents([*rec.tags, *notes.inline_tags(text)]))),
+        ("entities", " ".join(rec.entities)),
+        ("props", property_terms(rec)),
+    ):
+        if value:
+            document[field] = value
+    return document
 
 
 class Index:
@@ -431,14 +287,7 @@ class Index:
         self._db: sqlite3.Connection | None = None
         self._ix: Any = None
         self._opened_ino: int | None = None
-        self._search: Any = None
-        self._search_ix: Any = None
-        self._allowed_cache: dict[str, Any] = {}
-        self._lengths_cache: dict[Any, Any] = {}
-        self._segment_docs: dict[Any, frozenset[int]] = {}  # bm25.docs_with, across searchers
-        self._doc_paths: dict[Any, dict[int, str]] = {}  # bm25.doc_paths, across searchers
-        self._postings: Any = None  # bm25.PostingsCache of a long-lived process, across searchers
-        self._query_tokens: dict[tuple[str, str], tuple[str, ...]] = {}  # bm25.query_terms, this schema
+        self._text: TextSearch | None = None  # searches over the full-text index, with their caches
         # (catalog version, its listing or the listing's digest): see diff
         self._fingerprints: tuple[Any, dict[str, tuple[int, int]] | tuple[int, int]] | None = None
         self._records_cache: tuple[Any, list[Record]] | None = None
@@ -508,13 +357,13 @@ class Index:
 
             self.db  # noqa: B018 - follow a rebuild before opening Whoosh
             try:
-                self._ix = open_whoosh(self.dir / "whoosh")
+                self._ix = engine.open_index(self.dir / "whoosh")
             except Exception as exc:
                 if not _is_index_corruption(exc):
                     raise
                 self.repair()
                 self.db  # noqa: B018
-                self._ix = open_whoosh(self.dir / "whoosh")
+                self._ix = engine.open_index(self.dir / "whoosh")
         return self._ix
 
     def repair(self) -> None:
@@ -524,13 +373,8 @@ class Index:
             self._rebuild_locked(None)
 
     def close(self) -> None:
-        if self._search is not None:
-            self._search.close()
-        self._search = self._search_ix = None
-        self._allowed_cache, self._lengths_cache, self._segment_docs = {}, {}, {}
-        self._doc_paths = {}
-        self._postings = None
-        self._query_tokens = {}
+        if self._text is not None:
+            self._text.reset()
         self._fingerprints = None
         self._records_cache = None
         self._rank_rows, self._rank_key = {}, None
@@ -650,7 +494,7 @@ class Index:
                     if leftover.exists():
                         shutil.rmtree(leftover, ignore_errors=True)
                         removed.append(self.vault.rel(leftover) + "/")
-        temp = self.dir / "whoosh" / TEMP_FOLDER
+        temp = self.dir / "whoosh" / engine.TEMP_FOLDER
         if _has_entries(temp):  # a writer's files: its own while it writes (under the lock), else left over
             try:
                 with self.vault.lock(timeout=0):  # held: a writer is at work and these are its files
@@ -689,8 +533,6 @@ class Index:
 
     def _apply(self, on_disk: dict[str, tuple[int, int]], paths: list[str], removed: list[str],
                report: SyncReport, progress: Any) -> None:
-        from whoosh.writing import IndexWriter  # noqa: F401  (import cost paid only on writes)
-
         records = []
         iterator = progress(paths, len(paths)) if progress and paths else paths
         for rel in iterator:
@@ -698,28 +540,12 @@ class Index:
             records.append(rec)
             if rec.error:
                 report.malformed.append((rel, rec.error))
-        writer = self.ix.writer(limitmb=128)
-        try:
-            # Whoosh's delete_by_term and update_document find the old documents through a
-            # Searcher (whoosh.searching: 12 ms to import, a third of a cold save's indexing);
-            # the path's postings in the writer's reader are the same documents.
-            reader = writer.reader()
-            try:
-                for rel in [*removed, *(rec.path for rec in records)]:
-                    _delete_path(writer, reader, rel)
-            finally:
-                reader.close()
-            for rec in records:
-                if rec.kind != "malformed":
-                    writer.add_document(**_document(rec))
-        except BaseException:
-            writer.cancel()
-            raise
-        writer.commit(merge=self.merge_on_commit)
+        engine.update(self.ix, removed, [_document(rec) for rec in records if rec.kind != "malformed"],
+                      merge=self.merge_on_commit)
         db = self.db
         with db:
             db.executemany("DELETE FROM main.notes WHERE path = ?", [(p,) for p in removed])
-            db.executemany(f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(_COLUMNS))})",
+            db.executemany(f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(COLUMNS))})",
                            [r.row() for r in records])
             linkmod.store_links(db, removed + [r.path for r in records], records)
 
@@ -736,50 +562,59 @@ class Index:
         old = self.dir.with_name("index.old")
         for leftover in (tmp, old):
             shutil.rmtree(leftover, ignore_errors=True)
-        (tmp / "whoosh").mkdir(parents=True)
+        tmp.mkdir(parents=True)
         items = sorted(self.vault.scan(stat=False))  # in path order; each note fstat'ed as it is read
         report = SyncReport(rebuilt=True)
-        ix = whoosh_storage(tmp / "whoosh").create().create_index(_schema())
         db = _connect(tmp / "catalog.sqlite", indexes=False)  # made once the rows are in
         helpers = self._rebuild_workers(items, tmp)
-        limitmb = REBUILD_WRITER_MB // (helpers.workers + 1)
-        writer = _rebuild_writer(ix, limitmb, lock=True)  # holds the index's lock; writes the generation
-        another_writer = functools.partial(_rebuild_writer, ix, limitmb)  # for a range taken over from a worker
-        # Streamed: each batch of parsed notes goes to Whoosh, the catalog and the link table
-        # and is dropped; links are resolved once at the end, from the table.
+        # Streamed: each claim's parsed notes go to the full-text writer, the catalog and the
+        # link table and are dropped; links are resolved once at the end, from the table.
         db.execute("PRAGMA synchronous=OFF")  # a building index: a crash just rebuilds it again
         db.execute("BEGIN")
         ticks = _Ticks(progress, len(items))
+        writer = engine.Part(tmp / "whoosh", REBUILD_WRITER_MB)
         try:
-            own, malformed_here = _index_share(self.vault, items, helpers.shares, 0, db, writer,
-                                               another_writer, ticks)
-            segments, malformed_there = helpers.finish(db, ticks)
+            if helpers.workers:  # they parse, this process indexes
+                for document in helpers.documents(self.vault, items, db, ticks):
+                    writer.add(document)
+                malformed = helpers.finish(db, ticks)
+            else:
+                malformed = []
+                for _claim, documents, bad in _parse_claims(self.vault, items, helpers.shares, 0, db, ticks):
+                    for document in documents:
+                        writer.add(document)
+                    malformed += bad
+            writer.finish()
         except BaseException:
+            helpers.stop(now=True)
             writer.cancel()
-            helpers.stop()
             db.close()
             raise
         finally:
             ticks.close()
-        segments = [segment for _start, segment in sorted(own + segments, key=operator.itemgetter(0))]
-        report.malformed = sorted(malformed_here + malformed_there)
+        report.malformed = sorted(malformed)
         expected = len(items) - len(report.malformed)
-        writer._commit_toc(segments)
-        writer._finish()
-        if ix.doc_count_all() != expected:  # never a silent gap in the index
+        indexed = writer.doc_count()
+        if indexed != expected:  # never a silent gap in the index
             db.close()
-            raise RuntimeError(f"rebuild indexed {ix.doc_count_all()} notes, expected "
+            raise RuntimeError(f"rebuild indexed {indexed} notes, expected "
                                f"{expected}; run `vaultmem index rebuild` again")
         create_indexes(db)  # before the links are resolved, which looks them up
         linkmod.store_links(db, [], [], full=True)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('naive_zone', ?)", (zone_key(self.vault.settings),))
         db.execute("COMMIT")
         helpers.detach(db)
+        shutil.rmtree(tmp / "chunks", ignore_errors=True)  # the claims' files, each read and removed
         db.close()
         self.close()
         if self.dir.exists():
             os.rename(self.dir, old)
-        os.rename(tmp, self.dir)
+        try:
+            os.rename(tmp, self.dir)
+        except BaseException:  # interrupted between the two: the old index goes back
+            if not self.dir.exists() and old.exists():
+                os.rename(old, self.dir)
+            raise
         shutil.rmtree(old, ignore_errors=True)
         report.added = len(items)
         return report
@@ -804,11 +639,11 @@ class Index:
 
     # -- reading ----------------------------------------------------------------------------
     def get(self, path: str) -> Record | None:
-        row = self.db.execute(f"SELECT {','.join(_COLUMNS)} FROM notes WHERE path = ?", (path,)).fetchone()
+        row = self.db.execute(f"SELECT {','.join(COLUMNS)} FROM notes WHERE path = ?", (path,)).fetchone()
         return Record.from_row(row) if row else None
 
     def records(self, where: str = "1", params: Sequence[Any] = ()) -> list[Record]:
-        sql = f"SELECT {','.join(_COLUMNS)} FROM notes WHERE {where}"
+        sql = f"SELECT {','.join(COLUMNS)} FROM notes WHERE {where}"
         return [Record.from_row(r) for r in self.db.execute(sql, params)]
 
     def version(self) -> tuple[int, int]:
@@ -877,7 +712,7 @@ class Index:
                 found[path] = Record(path, mtime_ns, size, kind and intern(kind), id_, status and intern(status),
                                      "", "", created, last_used, use_count, strength,
                                      memory_type and intern(memory_type), bool(pinned), [], [],
-                                     source and intern(source), None, agent and intern(agent), _props_of(props), None)
+                                     source and intern(source), None, agent and intern(agent), props_of(props), None)
         return found
 
     def neighbours(self, paths: Sequence[str], span: int = 1) -> list[
@@ -922,10 +757,9 @@ class Index:
             except FileNotFoundError:
                 # A writer (the watcher, another CLI call) committed a new generation and
                 # removed the one this reader was opening: open the new one.
-                if self._search is not None:
+                if self._text is not None:
                     with contextlib.suppress(Exception):
-                        self._search.close()
-                self._search = self._search_ix = None
+                        self._text.close()
             except Exception as exc:
                 if not _is_index_corruption(exc):
                     raise
@@ -937,119 +771,21 @@ class Index:
     def _search_once(self, text: str, *, kinds: Sequence[str], statuses: Sequence[str] | None,
                      tags: Sequence[str], limit: int,
                      fields: Sequence[str] = SEARCH_FIELDS) -> tuple[list[tuple[str, float]], bool]:
-        from vaultmem.storage import bm25
-
         _check_syntax(text)
-        text = natural_query(text)
-        lexicon = self._lexicon()
-        allowed = self._allowed(lexicon, kinds, statuses, tags)
-        if not allowed:
-            return [], True
-        words = bm25.plain_words(text)
-        plan = bm25.query_terms(lexicon.schema, fields,  # ix.schema re-reads the TOC file each time
-                                words, _stemmer(), self._query_tokens) if words is not None else None
-        if plan is not None:  # plain words: BM25F straight off the postings (see bm25.py)
-            terms, n_words = plan
-            if self._postings is None and self.long_lived:
-                self._postings = bm25.PostingsCache()
-            scores, masks = bm25.score(lexicon, terms, allowed, BM25_B, BM25_K1, self._lengths_cache,
-                                       self._postings)
-            if n_words <= 1:  # coordinated() leaves a one-word score as it is
-                top = bm25.smallest([(-s, doc) for doc, s in scores.items()], limit)
-            else:
-                share = [coordinated(1.0, m, n_words) for m in range(n_words + 1)]
-                top = bm25.smallest([(-(s * share[masks[doc].bit_count()]), doc) for doc, s in scores.items()],
-                                    limit)
-            paths = bm25.doc_paths(lexicon, [doc for _neg, doc in top], self._doc_paths)
-            found = [(path, -neg) for path, (neg, _doc) in zip(paths, top, strict=True)]
-            return found, len(scores) <= limit
-        return self._whoosh_search(lexicon.searcher(), text, allowed, limit, fields)
+        return self.text_search().search(self.ix, natural_query(text), kinds=kinds, statuses=statuses,
+                                         tags=tags, limit=limit, fields=fields)
 
-    def _whoosh_search(self, searcher: Any, text: str, allowed: set[int], limit: int,
-                       fields: Sequence[str] = SEARCH_FIELDS) -> tuple[list[tuple[str, float]], bool]:
-        """Queries with syntax (phrases, operators, fields, wildcards): Whoosh's parser and scorer."""
-        from whoosh import query as Q
-        from whoosh.qparser import MultifieldParser, OrGroup
+    def text_search(self) -> TextSearch:
+        """The full-text searches over this index, with the caches they keep between searches."""
+        if self._text is None:
+            self._text = TextSearch(long_lived=self.long_lived)
+        self._text.long_lived = self.long_lived
+        return self._text
 
-        from vaultmem.storage import bm25
-
-        group = OrGroup.factory(COORDINATION) if COORDINATION else OrGroup
-        parser = MultifieldParser(list(fields), searcher.schema, group=group, fieldboosts=FIELD_BOOSTS)
-        parsed = parser.parse(text)
-        if parsed is Q.NullQuery:
-            return [], True
-        hits = searcher.search(parsed, limit=limit, filter=allowed.as_set() if isinstance(allowed, bm25.AllBut)
-                               else allowed, terms=True)
-        stem = _stemmer()
-        wanted = {stem(t) for f, t in parsed.iter_all_terms() if f in fields}
-        found = []
-        for hit in hits:
-            matched = {stem(t) for f, t in hit.matched_terms()} & wanted
-            found.append((hit["path"], coordinated(float(hit.score), len(matched), len(wanted))))
-        found.sort(key=lambda item: -item[1])
-        return found, len(found) < limit
-
-    def _lexicon(self) -> Any:
-        """One `bm25.Lexicon` per index generation, reopened when a writer (any process) committed."""
-        from vaultmem.storage import bm25
-
-        ix = self.ix
-        if self._search is not None and self._search_ix is ix and self._search.up_to_date():
-            return self._search
-        if self._search is not None and self._search_ix is ix:
-            # A fresh reader, not refresh(): whoosh3's refresh crashes when the old reader
-            # was an EmptyReader (an index with no segments yet), and it keeps the old segment
-            # readers beside the new ones, so an edited note is found by its old text too.
-            self._search.close()
-        if self._search_ix is not ix:  # another index (a rebuild): its schema may analyse otherwise
-            self._query_tokens.clear()
-        self._search, self._search_ix = bm25.Lexicon(ix, _weighting), ix
-        self._allowed_cache, self._lengths_cache = {}, {}
-        bm25.prune(self._segment_docs, self._search)  # forget segments merged away
-        bm25.prune(self._doc_paths, self._search)
-        if self._postings is not None:
-            self._postings.prune(self._search)
-        return self._search
-
-    def _searcher(self) -> Any:
-        """Whoosh's searcher over the current generation (queries with syntax; see bm25.Lexicon)."""
-        return self._lexicon().searcher()
-
-    def _allowed(self, searcher: Any, kinds: Sequence[str], statuses: Sequence[str] | None,
-                 tags: Sequence[str]) -> set[int]:
-        """The doc numbers of the given kinds, statuses (None: any) and tags (any of; none:
-        no tag filter), cached per searcher."""
-        from vaultmem.storage import bm25
-
-        filters = [("kind", tuple(kinds))]
-        if statuses:
-            filters.append(("status", tuple(statuses)))
-        if tags:
-            filters.append(("tags", tuple(t.lower().strip("#/") for t in tags)))  # as notes.tag_matches
-        key = repr(filters)
-        allowed: Any = self._allowed_cache.get(key)
-        if allowed is None:
-            # A kind or status filter usually keeps most notes (memories, live ones): read the
-            # postings of what it leaves out when those are fewer. Tags are read as given.
-            explicit: set[int] | None = None
-            excluded: set[int] = set()
-            for field, values in filters:
-                counts = bm25.field_values(searcher, field) if field != "tags" else {}
-                inside = sum(n for term, n in counts.items() if term in values)
-                outside = [term for term in counts if term not in values]
-                if counts and sum(counts[t] for t in outside) < inside:
-                    excluded |= bm25.docs_with(searcher, field, outside, self._segment_docs)
-                else:
-                    docs = bm25.docs_with(searcher, field, values, self._segment_docs)
-                    explicit = docs if explicit is None else explicit & docs
-            if explicit is None:
-                allowed = bm25.AllBut(excluded | bm25.dead_docs(searcher), searcher.doc_count_all())
-            else:
-                allowed = explicit - excluded if excluded else explicit
-            if len(self._allowed_cache) > 64:
-                self._allowed_cache.clear()
-            self._allowed_cache[key] = allowed
-        return allowed
+    def segments(self) -> list[Any]:
+        """The full-text index's segments (`doc_count_all()`, `deleted_count()`: what a merge
+        plan reads)."""
+        return engine.segments(self.ix)
 
     def size_bytes(self) -> int:
         total = 0
@@ -1060,52 +796,17 @@ class Index:
         return total
 
 
-COORD_POWER = 2.0
-
-
-def _weighting() -> Any:
-    from whoosh.scoring import BM25F
-
-    return BM25F(B=BM25_B, K1=BM25_K1)
-
-
-def coordinated(bm25: float, matched_words: int, query_words: int) -> float:
-    """BM25F scaled by the share of the query's words a note contains: (m / n) ** 2.
-
-    Plain OR lets a short note with two of three words outrank the note with all three;
-    Whoosh's own coordination bonus is negligible when words are spread over four fields.
-    """
-    if query_words <= 1:
-        return bm25
-    return bm25 * (max(matched_words, 1) / query_words) ** COORD_POWER
-
-
-@functools.lru_cache(maxsize=1)
-def _stemmer() -> Callable[[Any], str]:
-    """Map a matched term (bytes or str, from any field) to its content-field form."""
-    analyzer = _analyzer()
-
-    @functools.lru_cache(maxsize=20000)
-    def stem(term: Any) -> str:
-        text = term.decode("utf-8", "replace") if isinstance(term, bytes) else str(term)
-        tokens = [t.text for t in analyzer(text)]
-        return tokens[0] if tokens else text.lower()
-
-    return stem
-
-
 PARALLEL_PARSE_MIN = 3000
 
 
 class Shares:
     """A rebuild's notes, in path order, divided among its processes as contiguous ranges kept
     in memory they all see (`RawArray`, under one lock). A process claims the next few notes
-    of its range at a time. When its range runs out, before it writes out its segment (~5 s
-    at 50,000 notes), it takes over the far half of what is left of the range with most left
-    among the processes still parsing, so that the processes finish together however
-    unevenly the machine runs them. Each range a process works through becomes a segment of
-    its own, and the segments, listed by where their ranges start, keep document numbers in
-    path order (search breaks exact ties by them)."""
+    of its range at a time. When its range runs out, it takes over the far half of what is
+    left of the range with most left among the processes still parsing, so that the
+    processes finish together however unevenly the machine runs them. Each claim is a
+    contiguous run of the notes, so the process that writes the index can add their
+    documents in path order (search breaks exact ties by document number)."""
 
     def __init__(self, total: int, processes: int, context: Any = None) -> None:
         self.processes = processes
@@ -1135,8 +836,7 @@ class Shares:
         """Give process `p`, its range done, the far half of the unclaimed rest of the range
         with most left among the processes still parsing, if that is at least `least` notes
         (and at least 2: each side keeps one). Until `p` claims again it does not count as
-        parsing, so the range it was given waits for it (while it writes out its segment)
-        rather than being taken over in turn."""
+        parsing, so the range it was given waits for it rather than being taken over in turn."""
         with self._lock:
             self._cells[4 * p + 3] = 0
             left, q = max((self._cells[4 * q + 1] - self._cells[4 * q], q)
@@ -1184,75 +884,61 @@ class _Ticks:
             self._bar = None
 
 
-def _index_share(vault: Vault, items: list[str], shares: Shares, p: int, db: Any,
-                 writer: Any, another_writer: Callable[[], Any],
-                 ticks: Callable[[Shares], None] | None = None) -> tuple[list[tuple[int, Any]], list[tuple[str, str]]]:
-    """Process `p`'s part of a rebuild: the notes of its range (`Shares`) parsed, indexed into
-    `writer`'s segment and written to `db` (in its transaction), in batches; then, while
-    other ranges have enough left, the ranges it takes over, each into a segment of
-    `another_writer()`. Returns the segments, each with where its range starts, and the
-    malformed notes met."""
-    segments: list[tuple[int, Any]] = []
-    malformed: list[tuple[str, str]] = []
-    insert = f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(_COLUMNS))})"
+def _parse_claims(vault: Vault, items: list[str], shares: Shares, p: int, db: Any,
+                  ticks: Callable[[Shares], None] | None = None,
+                  document: Callable[[Record], dict[str, Any]] | None = None,
+                  ) -> Iterator[tuple[range, list[dict[str, Any]], list[tuple[str, str]]]]:
+    """Process `p`'s part of a rebuild: the notes of its range (`Shares`), `CLAIM` at a time,
+    parsed and written to `db` (in its transaction); then, while other ranges have enough
+    left, the ranges it takes over. Yields each claim (a range of `items`) with the
+    full-text documents of its notes (`document`, by default `_document`) and the malformed
+    notes among them."""
+    document = document or _document
+    insert = f"INSERT OR REPLACE INTO main.notes VALUES ({','.join('?' * len(COLUMNS))})"
     while True:
-        start = shares.position(p)
-        with contextlib.closing(vault.open_ahead(_claimed(items, shares, p), window=CLAIM)) as ahead:
-            while batch := [read_opened(vault, rel, fd) for rel, fd in itertools.islice(ahead, REBUILD_BATCH)]:
-                for rec in batch:
-                    if rec.error:
-                        malformed.append((rec.path, rec.error))
-                    else:
-                        writer.add_document(**_document(rec))
-                    shares.count(p)
-                    if ticks:
-                        ticks(shares)
-                db.executemany(insert, [r.row() for r in batch])
-                linkmod.insert_link_rows(db, batch)
-        more = shares.take_over(p, TAKE_OVER_MIN)  # before the segment is written: the others parse on
-        if writer._added:
-            segments.append((start, writer._finalize_segment()))
-        else:
-            writer._close_segment()
-        if not more:
-            return segments, malformed
-        writer = another_writer()
-
-
-def _claimed(items: list[str], shares: Shares, p: int) -> Iterator[str]:
-    """The notes process `p` claims of `items`, `CLAIM` at a time, until its range runs out."""
-    while chunk := shares.claim(p, CLAIM):
-        yield from items[chunk.start:chunk.stop]
-
-
-def _rebuild_writer(ix: Any, limitmb: int, lock: bool = False) -> Any:
-    """A Whoosh segment writer for a rebuild (`postings.for_rebuild`) of at most `limitmb` MB of
-    postings in memory; with `lock`, the one that holds the index's lock and writes the generation."""
-    from whoosh.writing import SegmentWriter
-
-    from vaultmem.storage import postings
-
-    writer = SegmentWriter(ix, _lk=lock, limitmb=limitmb)
-    postings.for_rebuild(writer, limitmb)
-    return writer
+        while claim := shares.claim(p, CLAIM):
+            with contextlib.closing(vault.open_ahead(items[claim.start:claim.stop], window=CLAIM)) as ahead:
+                batch = [read_opened(vault, rel, fd) for rel, fd in ahead]
+            documents, malformed = [], []
+            for rec in batch:
+                if rec.error:
+                    malformed.append((rec.path, rec.error))
+                else:
+                    documents.append(document(rec))
+                shares.count(p)
+                if ticks:
+                    ticks(shares)
+            db.executemany(insert, [r.row() for r in batch])
+            linkmod.insert_link_rows(db, batch)
+            yield claim, documents, malformed
+        if not shares.take_over(p, TAKE_OVER_MIN):
+            return
 
 
 class RebuildWorkers:
-    """Worker processes that each rebuild part of the notes, as the main process does with
-    its own (`_index_share`): parse, index into Whoosh segments of their own, and write
-    catalog, link and alias rows into a SQLite file of their own. `finish` waits for them,
-    copies their rows into the main catalog and returns their segments, which the main
-    process lists in the new index's one generation. Nothing crosses between processes but
-    the notes' ranges (`Shares`) and, at the end, the segments and the malformed notes. A
-    worker that fails raises here rather than leave notes out."""
+    """Worker processes that parse a big rebuild's notes while this process indexes them.
+
+    The notes, in path order, are cut into one contiguous range per worker and a last one for
+    this process (`Shares`), which it parses while it waits for the workers. Each worker
+    parses its notes `CLAIM` at a time, writes their catalog, link and alias rows into
+    a SQLite file of its own, and hands each claim's full-text documents over in a file of
+    its own (a message on its pipe names it). This process adds the documents to the one
+    full-text writer in path order (`documents`), so document numbers follow paths as in a
+    rebuild done by one process, and field lengths are counted as Whoosh counts them
+    there. `finish` copies the workers' rows into the main catalog. A worker that fails
+    raises here rather than leave notes out."""
 
     def __init__(self, vault: Vault, items: list[str], tmp: Path, workers: int) -> None:
         self.workers = workers
         self.start_method: str | None = None
         self.shares = Shares(len(items), 1)
+        self.total = len(items)
+        self.malformed: list[tuple[str, str]] = []
         self._conns: list[Any] = []
         self._procs: list[Any] = []
         self._dbs: list[Path] = []
+        self._done: set[int] = set()
+        self.chunks = tmp / "chunks"
         self._attached: list[str] = []
         if not workers:
             return
@@ -1260,41 +946,87 @@ class RebuildWorkers:
 
         context = portable.pool_context()
         self.start_method = context.get_start_method()
-        # Contiguous ranges in path order, this process's first (`Shares`).
+        # a range per worker, and the last one this process's, which it parses while it waits
         self.shares = Shares(len(items), workers + 1, context)
-        limitmb = REBUILD_WRITER_MB // (workers + 1)
+        chunks = self.chunks = tmp / "chunks"
+        chunks.mkdir(exist_ok=True)
         for k in range(workers):
             db_path = tmp / f"worker-{k}.sqlite"
             here, there = context.Pipe(duplex=False)
             proc = context.Process(target=_rebuild_worker, daemon=True, args=(
-                there, vault.root, vault.settings, items, self.shares, k + 1, str(tmp / "whoosh"),
-                str(db_path), limitmb))
+                there, vault.root, vault.settings, items, self.shares, k, str(chunks), str(db_path)))
             proc.start()
             there.close()
             self._conns.append(here)
             self._procs.append(proc)
             self._dbs.append(db_path)
 
-    def finish(self, db: Any, ticks: Callable[[Shares], None]) -> tuple[list[tuple[int, Any]], list[tuple[str, str]]]:
+    def _receive(self, pending: dict[int, tuple[int, str]], ticks: Callable[[Shares], None],
+                 timeout: float = 0.1) -> None:
+        """Wait (up to `timeout`) for the workers' messages: claims parsed go to `pending`."""
+        from multiprocessing.connection import wait
+
+        waiting = [c for k, c in enumerate(self._conns) if k not in self._done]
+        ready: list[Any] = wait(waiting, timeout=timeout)
+        for conn in ready:
+            try:
+                kind, *value = conn.recv()
+            except EOFError:
+                raise RuntimeError("a rebuild worker process ended unexpectedly; "
+                                   "run `vaultmem index rebuild` again") from None
+            if kind == "error":
+                raise RuntimeError(f"a rebuild worker failed: {value[0]}")
+            if kind == "claim":
+                start, stop, path = value
+                pending[start] = (stop, path)
+            else:  # "done": its catalog is committed
+                self._done.add(self._conns.index(conn))
+                self.malformed += value[0]
+        ticks(self.shares)
+
+    def documents(self, vault: Vault, items: list[str], db: Any,
+                  ticks: Callable[[Shares], None]) -> Iterator[dict[str, Any]]:
+        """Every note's full-text document in path order, as the workers parse them. While the
+        next ones are not there yet, this process parses claims of its own range (the last;
+        its catalog rows go into `db`), handed over in files as the workers' are."""
+        import pickle
+
+        pending: dict[int, tuple[int, str]] = {}
+        expected = 0
+        schema = engine.schema()
+        own = _parse_claims(vault, items, self.shares, self.workers, db, ticks,
+                            document=lambda rec: engine.analyzed(schema, _document(rec)))
+        parsing = True
+        while expected < self.total:
+            if expected not in pending:
+                self._receive(pending, ticks, timeout=0 if parsing else 0.1)
+                if expected in pending or not parsing:
+                    continue
+                claim = next(own, None)
+                if claim is None:
+                    parsing = False
+                    continue
+                (start, stop), documents, bad = (claim[0].start, claim[0].stop), claim[1], claim[2]
+                self.malformed += bad
+                path = str(self.chunks / f"{start:010d}")
+                with open(path, "wb") as file:
+                    pickle.dump(documents, file, protocol=pickle.HIGHEST_PROTOCOL)
+                pending[start] = (stop, path)
+                continue
+            stop, path = pending.pop(expected)
+            with open(path, "rb") as file:
+                documents = pickle.load(file)
+            os.unlink(path)
+            yield from documents
+            expected = stop
+
+    def finish(self, db: Any, ticks: Callable[[Shares], None]) -> list[tuple[str, str]]:
         """Wait for the workers (moving `ticks` on meanwhile); their catalog rows go into `db`
-        (in the caller's transaction). Returns their segments, each with where its range
-        starts, and the malformed notes they met."""
-        segments: list[tuple[int, Any]] = []
-        malformed: list[tuple[str, str]] = []
+        (in the caller's transaction). Returns the malformed notes they met."""
         try:
-            for conn, db_path in zip(self._conns, self._dbs, strict=True):
-                while not conn.poll(0.1):
-                    ticks(self.shares)
-                try:
-                    kind, *value = conn.recv()
-                except EOFError:
-                    raise RuntimeError("a rebuild worker process ended unexpectedly; "
-                                       "run `vaultmem index rebuild` again") from None
-                if kind == "error":
-                    raise RuntimeError(f"a rebuild worker failed: {value[0]}")
-                theirs, bad = value
-                segments += theirs
-                malformed += bad
+            while len(self._done) < self.workers:
+                self._receive({}, ticks)
+            for db_path in self._dbs:
                 name = f"worker{len(self._attached)}"  # detached after the caller's COMMIT (`detach`)
                 db.execute(f"ATTACH DATABASE ? AS {name}", (str(db_path),))
                 self._attached.append(name)
@@ -1302,9 +1034,11 @@ class RebuildWorkers:
                 db.execute(f"INSERT INTO main.links ({_LINK_COLUMNS}) SELECT {_LINK_COLUMNS} FROM {name}.links")
                 db.execute(f"INSERT OR IGNORE INTO main.aliases SELECT * FROM {name}.aliases")
             ticks(self.shares)
-        finally:
-            self.stop()
-        return segments, malformed
+        except BaseException:
+            self.stop(now=True)
+            raise
+        self.stop()
+        return self.malformed
 
     def detach(self, db: Any) -> None:
         """Detach the workers' catalogs (after the COMMIT) and remove them."""
@@ -1315,9 +1049,15 @@ class RebuildWorkers:
             with contextlib.suppress(OSError):
                 db_path.unlink()
 
-    def stop(self) -> None:
+    def stop(self, now: bool = False) -> None:
+        """Wait for the workers to exit; `now` (the rebuild failed or was interrupted: Ctrl-C
+        must stop it within a second): end them first."""
         for conn in self._conns:
             conn.close()
+        if now:
+            for proc in self._procs:
+                with contextlib.suppress(Exception):
+                    proc.kill()
         for proc in self._procs:
             proc.join(timeout=10)
             if proc.is_alive():
@@ -1330,22 +1070,33 @@ _LINK_COLUMNS = "src, pos, target, target_key, subpath, alias, embed, type, stre
 
 
 def _rebuild_worker(conn: Any, root: Path, settings: Any, items: list[str], shares: Shares,
-                    p: int, whoosh_dir: str, db_path: str, limitmb: int) -> None:
-    """One `RebuildWorkers` worker, process `p` of `shares`: its ranges of the notes parsed,
-    indexed into segments of its own and written to a catalog of its own; sends ("done",
-    [(range start, segment)], malformed)."""
+                    p: int, chunks: str, db_path: str) -> None:
+    """One `RebuildWorkers` worker, process `p` of `shares`: its ranges of the notes parsed
+    and written to a catalog of its own, each claim's documents into a file of `chunks`
+    (sent as ("claim", start, stop, file)); then ("done", malformed)."""
+    import pickle
+    import signal
+
+    # Ctrl-C reaches every process of the terminal's group: the parent stops the rebuild and
+    # ends its workers (`RebuildWorkers.stop`), so a worker does not report it too.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        new_writer = functools.partial(_rebuild_writer, open_whoosh(Path(whoosh_dir)), limitmb)
         vault = Vault(root, settings)
         db = _connect(Path(db_path), indexes=False)  # its rows are copied out, never looked up
         db.execute("PRAGMA synchronous=OFF")
         db.execute("BEGIN")
-        # The segments' files written; the parent's TOC lists them. Never writer._finish():
-        # that would remove the temporary folder the parent's writer shares.
-        segments, malformed = _index_share(vault, items, shares, p, db, new_writer(), new_writer)
+        malformed: list[tuple[str, str]] = []
+        schema = engine.schema()
+        for claim, documents, bad in _parse_claims(vault, items, shares, p, db,
+                                                   document=lambda rec: engine.analyzed(schema, _document(rec))):
+            path = os.path.join(chunks, f"{claim.start:010d}")
+            with open(path, "wb") as file:
+                pickle.dump(documents, file, protocol=pickle.HIGHEST_PROTOCOL)
+            conn.send(("claim", claim.start, claim.stop, path))
+            malformed += bad
         db.execute("COMMIT")
         db.close()
-        conn.send(("done", segments, malformed))
+        conn.send(("done", malformed))
     except Exception as exc:  # reported to the parent, which stops the rebuild
         import traceback
 
@@ -1375,105 +1126,12 @@ def bulk_change(touched: int, total: int) -> bool:
     return touched >= BULK_MIN and touched >= BULK_SHARE * total
 
 
-TEMP_FOLDER = "MAIN.tmp"  # Whoosh's folder for a writer's temporary files, kept between writes
-
-
 def _has_entries(folder: Path) -> bool:
     try:
         with os.scandir(folder) as entries:
             return next(entries, None) is not None
     except OSError:
         return False
-
-
-def whoosh_storage(path: Path) -> Any:
-    """Where the Whoosh index lives, read without mmap (whoosh3 copies each mmapped sub-file of
-    a segment into a BytesIO when it opens it: the whole postings file, ~100 MB at 100,000
-    notes; plain reads are faster to open and 10x lighter, docs/performance.md), with its
-    writers' temporary files in one folder that stays.
-
-    Whoosh makes that folder for every write and removes it after. The watcher watches the
-    whole vault, and watchdog 7's inotify reader dies when a folder vanishes while it is adding
-    a watch for it (a KeyError in its thread): a restart and a full sync each time, and after
-    five in a minute a full sync every 10 s. A folder that stays is never raced."""
-    import copy
-    import pickle
-    import sys
-
-    from whoosh.filedb.filestore import FileStorage
-    from whoosh.filedb.structfile import StructFile
-
-    class KeptTemp(FileStorage):
-        def destroy(self) -> None:
-            """Keep the folder: each writer removes its own files (its pool's runs, its
-            column files) as it finishes; `Index.remove_leftovers` removes a killed one's."""
-
-    class VaultStorage(FileStorage):
-        def temp_storage(self, name: str | None = None) -> Any:
-            return KeptTemp(os.path.join(self.folder, TEMP_FOLDER)).create()
-
-        def create_file(self, name: str, excl: bool = False, mode: str = "wb", **kwargs: Any) -> Any:
-            if excl or mode != "wb":
-                return super().create_file(name, excl=excl, mode=mode, **kwargs)
-            return Counted(open(self._fpath(name), "wb", buffering=1 << 16), name=name, **kwargs)
-
-    class Counted(StructFile):
-        """A new file, written front to back, that counts its position: `BufferedWriter.tell`
-        asks the kernel each time (an lseek), and Whoosh asks per term and per block of
-        postings (130,000 times to rebuild 10,000 notes). Every write goes through `write`
-        (pickles and arrays too); `close` checks the count against the file's own position and
-        refuses an index whose offsets could be wrong."""
-
-        def __init__(self, fileobj: Any, name: str | None = None, onclose: Any = None) -> None:
-            super().__init__(fileobj, name=name, onclose=onclose)
-            self.at = 0
-
-        def write(self, data: Any) -> int:
-            n: int = self.file.write(data)
-            self.at += n
-            return n
-
-        def tell(self) -> int:
-            return self.at
-
-        def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-            self.at = self.file.seek(offset, whence)
-            return self.at
-
-        def write_pickle(self, obj: Any, protocol: int = -1) -> None:
-            pickle.dump(obj, self, protocol)
-
-        def write_array(self, arry: Any) -> None:
-            if sys.byteorder == "little":  # Whoosh's files are big-endian
-                arry = copy.copy(arry)
-                arry.byteswap()
-            self.write(arry.tobytes())
-
-        def close(self) -> None:
-            end = self.at if self.is_closed else self.file.tell()
-            if end != self.at:
-                self.file.close()
-                self.is_closed = True
-                raise RuntimeError(f"index file {self._name} ends at byte {end} but vaultmem "
-                                   f"counted {self.at}: this Whoosh writes past vaultmem's count; "
-                                   "install the whoosh3 release pyproject.toml allows")
-            super().close()
-
-    return VaultStorage(str(path), supports_mmap=False)
-
-
-def open_whoosh(path: Path) -> Any:
-    """The Whoosh index (`whoosh_storage`). A schema that names a class this version does not
-    have (an index written by a later vaultmem: its fields are `analysis.Text` since
-    2026-11-27) is an index to rebuild, like a damaged one: whoosh.index.IndexError."""
-    import pickle
-
-    from whoosh.index import IndexError as WhooshIndexError
-
-    try:
-        return whoosh_storage(path).open_index()
-    except (AttributeError, ImportError, pickle.UnpicklingError) as exc:
-        raise WhooshIndexError(f"cannot read the index's schema ({exc}); it will be rebuilt") from exc
 
 
 def visible_sql(viewer: str) -> str:
@@ -1567,10 +1225,7 @@ def _connect(path: Path, indexes: bool = True) -> sqlite3.Connection:
 
 
 def _is_index_corruption(exc: BaseException) -> bool:
-    from whoosh.index import IndexError as WhooshIndexError
-    from whoosh.reading import CorruptIndexError  # a posting list's bytes are not Whoosh's
-
-    return isinstance(exc, (sqlite3.DatabaseError, WhooshIndexError, CorruptIndexError, EOFError, FileNotFoundError))
+    return engine.is_corruption(exc)
 
 
 def natural_query(text: str) -> str:

@@ -40,13 +40,13 @@ def plan(segments: Sequence[Any]) -> list[Any]:
     """The segments to merge into one (empty: leave the index as it is).
 
     Searches read every segment and skip deleted documents, so both are kept bounded. The
-    segments past GARBAGE_SHARE of the biggest are its peers (a rebuild leaves one per
-    process that parsed: 2-5 of them), each left as it is until its own deleted documents
+    segments past GARBAGE_SHARE of the biggest are its peers (a rebuild leaves one; merges
+    of small ones grow into more), each left as it is until its own deleted documents
     pass GARBAGE_SHARE: then it is rewritten, with the small ones. The small ones (the
     watcher's commits leave one each) are merged together once there are more than
     MAX_SEGMENTS segments, or once their documents pass GARBAGE_SHARE of the biggest (the
     merged one is then a peer: it is not rewritten with every later commit). So no merge
-    rewrites a rebuild's segments because there are several of them: at 100,000 memories
+    rewrites the big segments because there are several of them: at 100,000 memories
     that took ~90 s under the vault lock, and a save waiting for the lock gave up after 60 s.
     When the peers alone are more than MAX_SEGMENTS, all but the biggest are merged.
     """
@@ -70,35 +70,10 @@ def plan(segments: Sequence[Any]) -> list[Any]:
 
 def merge(vault: Any) -> bool:
     """Merge the segments `plan` picks, under the vault lock; False when there was nothing to do."""
-    from vaultmem.storage.index import open_whoosh
+    from vaultmem.storage.fulltext import engine
 
     with vault.lock(), vault.merging():
-        ix = open_whoosh(vault.index_dir / "whoosh")
-        chosen = {s.segment_id() for s in plan(ix._segments())}
-        if not chosen:
-            return False
-        writer = ix.writer()
-
-        def policy(writer: Any, segments: list[Any]) -> list[Any]:
-            from whoosh.reading import SegmentReader
-
-            keep = []
-            for seg in segments:
-                if seg.segment_id() in chosen:
-                    reader = SegmentReader(writer.storage, writer.schema, seg)
-                    writer.add_reader(reader)
-                    reader.close()
-                else:
-                    keep.append(seg)
-            return keep
-
-        try:
-            writer.commit(mergetype=policy)
-        except BaseException:
-            if not writer.is_closed:  # set by whoosh at run time
-                writer.cancel()
-            raise
-        return True
+        return engine.merge_segments(engine.open_index(vault.index_dir / "whoosh"), plan)
 
 
 def start_merge(vault: Any, close_fds: Sequence[int] = ()) -> int:

@@ -22,7 +22,7 @@ from vaultmem.storage.index import iso
 from vaultmem.storage.links import JSON_VALUES
 
 if TYPE_CHECKING:
-    from vaultmem.storage.index import Record
+    from vaultmem.storage.record import Record
 
 AGREE_SIMILARITY = 0.7
 MESH_AGENTS = 3

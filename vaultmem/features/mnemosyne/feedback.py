@@ -22,7 +22,7 @@ from vaultmem.base.timeutil import format_time
 from vaultmem.core.memories import Memories
 
 if TYPE_CHECKING:
-    from vaultmem.storage.index import Record
+    from vaultmem.storage.record import Record
 
 SIGNALS = ("positive", "negative")
 PROMOTE_RATIO = 0.7

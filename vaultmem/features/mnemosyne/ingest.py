@@ -24,7 +24,7 @@ from vaultmem.core.model import MEMORY_TYPES, visible_to
 from vaultmem.features.mnemosyne import recall as R
 
 if TYPE_CHECKING:
-    from vaultmem.storage.index import Record
+    from vaultmem.storage.record import Record
 
 MAX_AUTO_LINKS = 5
 CANDIDATE_POOL = 50

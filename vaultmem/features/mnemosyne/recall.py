@@ -26,7 +26,7 @@ from vaultmem.storage import note as notes
 from vaultmem.storage.links import JSON_VALUES
 
 if TYPE_CHECKING:
-    from vaultmem.storage.index import Record
+    from vaultmem.storage.record import Record
 
 # -- the one weight table ----------------------------------------------------------------------
 
@@ -121,9 +121,9 @@ MAX_LIMIT = 100
 @functools.lru_cache(maxsize=4096)
 def terms(text: str) -> frozenset[str]:
     """The stemmed, stop-worded words of a text (the index's own analyzer)."""
-    from vaultmem.storage.index import _analyzer
+    from vaultmem.storage.fulltext.analysis import analyzer
 
-    return frozenset(t.text for t in _analyzer()(text or ""))
+    return frozenset(t.text for t in analyzer()(text or ""))
 
 
 def term_cosine(a: str, b: str) -> float:

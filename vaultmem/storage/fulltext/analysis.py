@@ -14,6 +14,7 @@ from typing import Any
 
 from whoosh.analysis import (
     Filter,
+    IDTokenizer,
     LowercaseFilter,
     RegexTokenizer,
     StemFilter,
@@ -21,8 +22,8 @@ from whoosh.analysis import (
     Tokenizer,
 )
 from whoosh.analysis.analyzers import CompositeAnalyzer
-from whoosh.fields import TEXT
-from whoosh.formats import Positions
+from whoosh.fields import ID, TEXT
+from whoosh.formats import Existence, Positions
 
 # Function words that carry no topic: English stop words plus the question words and
 # auxiliaries natural-language queries are full of ("what did she ...", "how many ...").
@@ -191,14 +192,14 @@ class StopStemFilter(Filter):
 
     def __init__(self, stoplist: frozenset[str]) -> None:
         self.stops = stoplist
-        self._cache()
+        self.start_cache()
 
-    def _cache(self) -> None:
+    def start_cache(self) -> None:
         from functools import lru_cache
 
         from whoosh.lang.porter import stem
 
-        self._stem = lru_cache(maxsize=50000)(stem)
+        self.stemmer = lru_cache(maxsize=50000)(stem)
 
     # Whoosh pickles the schema (and so this filter) into the index: the cache stays out
     def __getstate__(self) -> dict[str, Any]:
@@ -206,13 +207,13 @@ class StopStemFilter(Filter):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.stops = state["stops"]
-        self._cache()
+        self.start_cache()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, StopStemFilter) and self.stops == other.stops
 
     def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:  # type: ignore[override]  # whoosh: tokens in, tokens out
-        stops, stem = self.stops, self._stem
+        stops, stem = self.stops, self.stemmer
         pos = None
         for t in tokens:
             text = t.text
@@ -250,6 +251,35 @@ def analyzer(search: bool = True) -> Any:
 _WORD = re.compile(WORD)
 
 
+class Analyzed:
+    """A text field's value as `Text.index` gives it: (term bytes, frequency, weight, encoded
+    value) for each word. A rebuild's worker processes analyse the notes they parse, so the
+    one process that writes the index only adds the postings (`FieldType.index` is what a
+    writer asks a field for; `Text.index` hands these back as they are)."""
+
+    __slots__ = ("postings",)
+
+    def __init__(self, postings: list[tuple[bytes, int, float | int, bytes]]) -> None:
+        self.postings = postings
+
+    def __getstate__(self) -> list[tuple[bytes, int, float | int, bytes]]:
+        return self.postings
+
+    def __setstate__(self, state: list[tuple[bytes, int, float | int, bytes]]) -> None:
+        self.postings = state
+
+
+def analyzed(schema: Any, document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with the value of each `Text` field analysed (`Analyzed`), for a writer of
+    an index with this schema."""
+    out = dict(document)
+    for name, value in document.items():
+        field = schema[name]
+        if type(field) is Text and isinstance(value, str):
+            out[name] = Analyzed(list(field.index(value)))
+    return out
+
+
 class Text(TEXT):
     """Whoosh's TEXT field with a quicker way to index text through the search analyzer
     (`NormalizingTokenizer | WordFilter | StopStemFilter`): the words found in one pass of
@@ -261,13 +291,16 @@ class Text(TEXT):
     any other analyzer, go through the chain."""
 
     def index(self, value: Any, **kwargs: Any) -> Generator[tuple[bytes, int, float | int, bytes], Any, None]:
+        if type(value) is Analyzed:  # analysed already, by a rebuild's worker (`Analyzed`)
+            yield from value.postings
+            return
         stopstem = _search_chain_end(self.analyzer)
         fmt = self.format
         normal = None if kwargs else _one_pass_text(value)
         if stopstem is None or normal is None or type(fmt) is not Positions:
             yield from super().index(value, **kwargs)
             return
-        stops, stem = stopstem.stops, stopstem._stem
+        stops, stem = stopstem.stops, stopstem.stemmer
         positions: dict[str, list[int]] = {}
         pos = -1
         for k, word in enumerate(_WORD.findall(normal)):
@@ -335,3 +368,16 @@ def _search_chain_end(chain: Any) -> StopStemFilter | None:
         return end
     _CHAIN_ENDS[key] = (ref, end)
     return end
+
+
+class Key(ID):
+    """Whoosh's ID field (`path`, `id`, `kind`, `status`), a plain string indexed without its
+    tokenizer: the one term IDTokenizer would yield, with Existence's weight and value (four
+    such fields a note, each a tokenizer, a set and two generators otherwise)."""
+
+    def index(self, value: Any, **kwargs: Any) -> Generator[tuple[bytes, int, float | int, bytes], Any, None]:
+        fmt = self.format
+        if kwargs or type(value) is not str or type(self.analyzer) is not IDTokenizer or type(fmt) is not Existence:
+            yield from super().index(value, **kwargs)
+            return
+        yield value.encode("utf-8"), 1, fmt.field_boost, fmt.encode(1)

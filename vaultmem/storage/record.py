@@ -1,0 +1,126 @@
+"""`Record`: what the index knows of one file, and its catalog row.
+
+Every layer above storage reads notes as records (the catalog's rows); the full-text engine
+only ever sees the text fields `Index` makes of one (`storage/fulltext`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from vaultmem.base.timeutil import UTC
+from vaultmem.storage import note as notes
+
+COLUMNS = (
+    "path", "mtime_ns", "size", "kind", "id", "status", "title", "content", "created",
+    "last_used", "use_count", "strength", "memory_type", "pinned", "tags", "entities",
+    "source", "context", "agent", "props", "error",
+)
+
+
+@dataclasses.dataclass
+class Record:
+    """What the index knows of one file; `error` is set for a malformed note."""
+
+    path: str
+    mtime_ns: int
+    size: int
+    kind: str  # memory | note | block | session | review | conflict | malformed
+    id: str | None = None
+    status: str | None = None
+    title: str = ""
+    content: str = ""
+    created: float | None = None
+    last_used: float | None = None
+    use_count: int = 0
+    strength: float = 1.0
+    memory_type: str | None = None
+    pinned: bool = False
+    tags: list[str] = dataclasses.field(default_factory=list)
+    entities: list[str] = dataclasses.field(default_factory=list)
+    source: str | None = None
+    context: str | None = None
+    agent: str | None = None
+    props: dict[str, Any] = dataclasses.field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def created_dt(self) -> dt.datetime | None:
+        return None if self.created is None else dt.datetime.fromtimestamp(self.created, UTC)
+
+    @property
+    def last_used_dt(self) -> dt.datetime | None:
+        return None if self.last_used is None else dt.datetime.fromtimestamp(self.last_used, UTC)
+
+    def row(self) -> tuple[Any, ...]:
+        values = {c: getattr(self, c) for c in COLUMNS}  # dataclasses.asdict deep-copies: 4x slower
+        values["tags"] = _to_json(self.tags)
+        values["entities"] = _to_json(self.entities)
+        try:  # allow_nan=False: SQLite's JSON functions refuse NaN/Infinity (`rating: .inf`)
+            values["props"] = _props_json(self.props)
+        except (TypeError, ValueError):  # a nested key JSON cannot hold (a date, a list), a non-finite number: as text
+            values["props"] = _props_json(_json_safe(self.props))
+        values["pinned"] = int(self.pinned)
+        return tuple(values[c] for c in COLUMNS)
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> Record:
+        # Positional, in COLUMNS order (= field order, checked at import); empty JSON
+        # skipped: a search builds up to 100 of these per query.
+        (path, mtime_ns, size, kind, id_, status, title, content, created, last_used, use_count,
+         strength, memory_type, pinned, tags, entities, source, context, agent, props, error) = row
+        return cls(path, mtime_ns, size, kind, id_, status, title, content, created, last_used, use_count,
+                   strength, memory_type, bool(pinned),
+                   json.loads(tags) if tags and tags != "[]" else [],
+                   json.loads(entities) if entities and entities != "[]" else [],
+                   source, context, agent, props_of(props), error)
+
+
+assert tuple(f.name for f in dataclasses.fields(Record)) == COLUMNS
+
+# Flat properties (text, numbers, booleans) by their catalog JSON: memories repeat a few
+# combinations (vaultmem's own `urgency` and `domain`: 30), and a search reads up to 110 of
+# them (`Index.rank_records`, `by_paths`): json.loads ~2 us each, a copy of a flat dict ~0.2 us.
+_FLAT_PROPS: dict[str, dict[str, Any]] = {}
+_FLAT_PROPS_MAX = 1024
+_FLAT = (str, int, float, bool, type(None))
+
+
+def props_of(text: str | None) -> dict[str, Any]:
+    """The properties of a catalog row's JSON: a fresh dict each time (a caller may change it)."""
+    if not text or text == "{}":
+        return {}
+    known = _FLAT_PROPS.get(text)
+    if known is not None:
+        return dict(known)  # flat: a shallow copy shares nothing mutable
+    props: dict[str, Any] = json.loads(text)
+    if len(_FLAT_PROPS) < _FLAT_PROPS_MAX and all(type(v) in _FLAT for v in props.values()):
+        _FLAT_PROPS[text] = dict(props)
+    return props
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {notes.property_name(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "inf", "nan": as text, which SQLite's JSON can hold
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    return str(value)
+
+
+# json.dumps given any argument makes a new encoder per call (~1.7 us); a rebuild encodes three
+# values per note. These are those calls' encoders, made once (the same text).
+_to_json = json.JSONEncoder(ensure_ascii=False).encode
+_props_json = json.JSONEncoder(ensure_ascii=False, default=_json_default, allow_nan=False).encode

@@ -170,13 +170,13 @@ def record_from_text(vault: Vault, rel: str, text: str, fingerprint: tuple[int, 
     folder_status = vault.status_of(rel)
     kind = _kind_of(vault, rel, props)
     rec = Record(path=rel, mtime_ns=fingerprint[0], size=fingerprint[1], kind=kind, title=stem)
-    rec._links = linkmod.note_links(split.frontmatter, props, split.body, split.head.count("\n"), rel)  # type: ignore[attr-defined]
-    rec._aliases = linkmod.aliases_of(props)  # type: ignore[attr-defined]
+    rec.note_links = linkmod.note_links(split.frontmatter, props, split.body, split.head.count("\n"), rel)
+    rec.note_aliases = linkmod.aliases_of(props)
     if kind == "note":
         rec.content = split.body[:NOTE_PREVIEW_CHARS] if len(split.body) > NOTE_PREVIEW_CHARS else split.body
         rec.tags = [notes.normalise_tag(t) for t in notes.as_list(props.get("tags"))]
         rec.props = {k: v for k, v in props.items() if k != "tags"}
-        rec._full_text = split.body  # type: ignore[attr-defined]
+        rec.full_text = split.body
         return rec
     if "id" not in props or props.get("id") in (None, ""):
         # A note a person dropped into a memory folder: a stable id from its file name.
@@ -256,7 +256,7 @@ def _document(rec: Record) -> dict[str, Any]:
     """The note's full-text document. A text field with no words is left out: it would add no
     posting and a length of 0, which is what a field left out has (one field fewer for the
     writer, most memories have no title, entities or wordy properties)."""
-    text = getattr(rec, "_full_text", rec.content)
+    text = rec.content if rec.full_text is None else rec.full_text
     document = {
         "path": rec.path,
         "id": rec.id or "",

@@ -676,11 +676,11 @@ def insert_link_rows(db: Any, records: Sequence[Any]) -> tuple[int, set[str]]:
     alias_rows: list[tuple[Any, ...]] = []
     affected: set[str] = set()
     for rec in records:
-        for pos, link in enumerate(getattr(rec, "_links", ())):
+        for pos, link in enumerate(rec.note_links):
             link_rows.append((rec.path, pos, link.target, link.key, link.subpath, link.alias, int(link.embed),
                               link.type, link.strength,
                               json.dumps(link.metadata, ensure_ascii=False) if link.metadata else None, link.line))
-        aliases = getattr(rec, "_aliases", ())
+        aliases = rec.note_aliases
         alias_rows.extend((rec.path, alias) for alias in aliases)
         affected |= keys_for(rec.path, aliases)
     db.executemany("INSERT OR REPLACE INTO main.links (src, pos, target, target_key, subpath, alias, embed, type,"

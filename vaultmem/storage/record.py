@@ -48,6 +48,12 @@ class Record:
     agent: str | None = None
     props: dict[str, Any] = dataclasses.field(default_factory=dict)
     error: str | None = None
+    # What a sync parsed from the file for the catalog's other tables and the full-text index,
+    # not catalog columns: the note's links and aliases, and a person's note's whole body
+    # (`content` holds its preview). Empty on a record read back from the catalog.
+    note_links: Sequence[Any] = dataclasses.field(default=(), repr=False, compare=False)
+    note_aliases: Sequence[str] = dataclasses.field(default=(), repr=False, compare=False)
+    full_text: str | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def created_dt(self) -> dt.datetime | None:
@@ -81,7 +87,7 @@ class Record:
                    source, context, agent, props_of(props), error)
 
 
-assert tuple(f.name for f in dataclasses.fields(Record)) == COLUMNS
+assert tuple(f.name for f in dataclasses.fields(Record))[:len(COLUMNS)] == COLUMNS
 
 # Flat properties (text, numbers, booleans) by their catalog JSON: memories repeat a few
 # combinations (vaultmem's own `urgency` and `domain`: 30), and a search reads up to 110 of

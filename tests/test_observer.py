@@ -120,9 +120,10 @@ def test_an_index_kept_outside_the_vault_is_never_vouched_for(tmp_path, vault_pa
 def test_the_mcp_server_reads_changes_through_its_feed(vault_path, monkeypatch):
     store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock())
     server = mcp_server.prepare(store)
-    on_store_thread = server.bridge._executor.submit  # SQLite connections belong to that thread
+    on_store_thread = server.bridge.submit  # SQLite connections belong to that thread
     try:
-        assert server.feed is not None and store.change_feed == server.feed.changes
+        on_store_thread(lambda: None).result()  # the feed starts on the store's thread, before the warm-up
+        assert server.bridge.feed is not None and store.change_feed == server.bridge.feed.changes
         on_store_thread(store.sync).result()
         counting = Counting(store, monkeypatch)
         store.freshness_ttl = 0.0  # every call checks (the server checks at most once a second)
@@ -132,7 +133,7 @@ def test_the_mcp_server_reads_changes_through_its_feed(vault_path, monkeypatch):
         assert counting.scans == 0
     finally:
         server.bridge.close()
-        server.feed.close()
+        server.bridge.feed.close()
 
 
 def test_reading_the_vault_wakes_no_observer_but_writing_does(vault_path, monkeypatch):

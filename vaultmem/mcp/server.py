@@ -12,7 +12,9 @@ checks what a schema cannot (id shapes) and calls ONE store method. `store` is a
 before validation passes, because validation lives in front of the store's writes.
 `--read-only` drops every tool with `writes_vault=True`.
 
-The SDK is imported only inside `build_server` / `serve`, so `vaultmem --help` stays fast.
+A session runs on the SDK's own stdio transport (`serve_stdio`: `stdio_server()` and the
+low-level `Server.run`), and the SDK is reached only through its public names. The SDK is
+imported only inside `build_server` / `serve_stdio`, so `vaultmem --help` stays fast.
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ def build_instructions(tool_names: set[str] | frozenset[str]) -> str:
 
 class _WithoutRich:
     """A meta path finder that, on the threads that switched it on, reports rich's console and
-    logging modules as not installed; other threads import them as usual (the watcher builds
-    servers on one thread while another may be importing spaCy, which imports rich.console).
+    logging modules as not installed; other threads import them as usual (`vaultmem mcp` builds
+    its server on one thread while the store's may be importing spaCy, which imports rich.console).
     Installed once, never removed: removing a finder while another thread walks
     sys.meta_path could make that thread skip the next one."""
 

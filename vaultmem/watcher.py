@@ -548,10 +548,10 @@ def _tune_malloc() -> None:
 def configure_logging(verbose: bool) -> None:
     """Levels and timestamps on stderr; --verbose shows every batch and skipped path."""
     logger = logging.getLogger("vaultmem")
-    if not any(getattr(h, "_vaultmem", False) for h in logger.handlers):
+    if not any(h.get_name() == "vaultmem-watch" for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S"))
-        handler._vaultmem = True  # type: ignore[attr-defined]
+        handler.set_name("vaultmem-watch")
         logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
 

@@ -359,7 +359,7 @@ def malformed(exc: Exception) -> Any:
     """JSON-RPC's answer to a line that failed the SDK's message validation: parse error
     (-32700) for a line that is not JSON, invalid request (-32600) for JSON that is no JSON-RPC
     message; id null either way, where the SDK stays silent."""
-    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+    from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
     errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
     if any(e.get("type") == "json_invalid" for e in errors):

@@ -54,7 +54,7 @@ def server_env(tree: Path, cache: Path) -> dict[str, str]:
     """`mcp_latency.py`'s server environment with the package in `tree`, served by itself
     (never a watcher)."""
     env = latency_env(cache)
-    env.update(PYTHONPATH=str(tree), VAULTMEM_MCP_HOST="off")
+    env.update(PYTHONPATH=str(tree), VAULTMEM_MCP_HOST="off")  # an older commit's watcher never serves it
     return env
 
 

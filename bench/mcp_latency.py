@@ -5,12 +5,7 @@ after the searches.
     python bench/mcp_latency.py --n 10000 --searches 200
     python bench/mcp_latency.py --sizes 1000,10000,100000   # each size, and the growth
 
-With `vaultmem watch` running for the vault (`--keep DIR` builds one to start it on, `--vault
-DIR` measures it), the watcher serves the session and both processes' RSS are printed;
-VAULTMEM_MCP_HOST=off measures the session served by `vaultmem mcp` itself. A first session
-with an empty cache folder shows the start-up before any answers were recorded
-(mcp/prelude.py); the measured session starts with them; so does, last, a first start right
-after `vaultmem mcp config` (which records them) with another empty cache folder. After the timed searches, seven
+`--keep DIR` keeps the vault it builds, `--vault DIR` measures one built earlier. After the timed searches, seven
 more come 1.2 s apart, as a person's turns do: each first checks the vault for edits (a scan
 of every note, or the server's change feed: observer.ChangeFeed). For scale, the figures end
 with a `ping` round trip and a tool call that does no work (`memory_block_get` of no block):
@@ -45,7 +40,7 @@ SPACED = 7  # searches 1.2 s apart, after the timed ones
 
 def server_rss_mb(vault: Path, command: bytes = b"mcp") -> float | None:
     """VmRSS of the `vaultmem mcp` process serving `vault` (Linux /proc); with command=b"watch",
-    of the vault's watcher (which serves the session when it runs: mcp/host.py)."""
+    of the vault's watcher."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -67,9 +62,9 @@ def median_p95_ms(seconds: list[float]) -> tuple[float, float]:
 
 
 def server_env(cache: Path) -> dict[str, str]:
-    """The server's environment: lexical search, and `cache` where a session's first answers
-    are recorded (mcp/prelude.py)."""
-    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH", "VAULTMEM_MCP_HOST")}
+    """The server's environment: lexical search, and `cache` as its cache folder (an older
+    commit recorded its first answers there)."""
+    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH")}
     env.update(VAULTMEM_EMBEDDINGS="off", XDG_CACHE_HOME=str(cache))
     return env
 
@@ -231,9 +226,8 @@ def build(vault: Path, n: int) -> None:
 
 
 def measure(vault: Path, searches: int) -> dict[str, float]:
-    """A first session with nothing recorded (it records its first answers), then the
-    session measured, which starts with them, and a first start after `vaultmem mcp config`;
-    prints and returns the figures."""
+    """A first session (start-up), then the session measured, a first search after 2 s idle
+    and the plain client's; prints and returns the figures."""
     print(f"calibration before: {calibration_ms():.1f} ms (bench/calibrate.py: this machine's speed now)")
     with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-cache-") as cache:
         first = asyncio.run(run(vault, 1, Path(cache)))
@@ -242,15 +236,6 @@ def measure(vault: Path, searches: int) -> dict[str, float]:
         out.update(asyncio.run(run(vault, searches, Path(cache))))
         out.update(asyncio.run(run(vault, 0, Path(cache), idle=2.0)))
         out.update(plain(vault, searches, Path(cache)))
-    with tempfile.TemporaryDirectory(prefix="vaultmem-mcp-cache-") as cache:
-        # the first start after `vaultmem mcp config`, which records the first answers
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "vaultmem", "mcp", "config", "--client", "cursor", "--vault", str(vault)],
-                       check=True, capture_output=True, env=server_env(Path(cache)))
-        out["mcp config (recording) s"] = time.perf_counter() - t
-        configured = asyncio.run(run(vault, 1, Path(cache)))
-        out.update({"first start after mcp config: " + key: configured[key]
-                    for key in ("initialize answered s", "tools/list answered s")})
     for key, value in out.items():
         print(f"{key:52s} {value:8.2f}")
     print(f"calibration after: {calibration_ms():.1f} ms")

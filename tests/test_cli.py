@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from conftest import invoke
@@ -231,6 +232,11 @@ def test_starting_the_cli_looks_up_few_translations():
     assert len(options) > 40 and len({id(p.type) for p in options}) == 1
 
 
+def ended(bridge: Any) -> None:
+    """What `server.serve` does last: the store's thread closed, and with the store its change feed."""
+    bridge.close()
+
+
 def test_commands_collect_cycles_rarely_and_the_long_running_ones_as_python_does(runner, vault_path, monkeypatch):
     """The CLI raises the cyclic collector's first threshold (a cold search ran ~70 collections
     walking objects that live until it ends); `watch` and `mcp`, which run for hours, put
@@ -238,7 +244,7 @@ def test_commands_collect_cycles_rarely_and_the_long_running_ones_as_python_does
     import gc
 
     from vaultmem.cli import collector
-    from vaultmem.mcp import host
+    from vaultmem.mcp import server
 
     assert collector.PYTHON[0] < 50_000
     fresh = subprocess.run([sys.executable, "-c", "import gc, vaultmem.cli; print(*gc.get_threshold())"],
@@ -249,7 +255,7 @@ def test_commands_collect_cycles_rarely_and_the_long_running_ones_as_python_does
         invoke(runner, "watch", "--status", "--vault", str(vault_path))
         assert gc.get_threshold() == collector.PYTHON
         collector.for_commands()
-        monkeypatch.setattr(host, "hand_over", lambda *a, **k: 0)  # a watcher served the session
+        monkeypatch.setattr(server, "serve", lambda store, **k: ended(k["bridge"]))  # a session that ended at once
         invoke(runner, "mcp", "--vault", str(vault_path))
         assert gc.get_threshold() == collector.PYTHON
     finally:
@@ -284,12 +290,12 @@ def test_mcp_config_prints_a_client_s_configuration_with_absolute_paths(runner, 
     from conftest import invoke as run
 
     for client in ("claude-desktop", "cursor"):
-        result = run(runner, "mcp", "config", "--client", client, "--agent", "desk", "--read-only", "--no-record")
+        result = run(runner, "mcp", "config", "--client", client, "--agent", "desk", "--read-only")
         assert result.exit_code == 0
         config = json.loads(result.stdout)["mcpServers"]["vaultmem"]
         assert Path(config["command"]).is_absolute() and Path(config["command"]).name.startswith("vaultmem")
         assert config["args"] == ["mcp", "--vault", str(vault_path.resolve()), "--read-only", "--agent", "desk"]
-    line = run(runner, "mcp", "config", "--client", "claude-code", "--name", "memory", "--no-record").stdout
+    line = run(runner, "mcp", "config", "--client", "claude-code", "--name", "memory").stdout
     words = shlex.split(line)
     assert words[:5] == ["claude", "mcp", "add", "memory", "--"] and Path(words[5]).is_absolute()
     assert words[6:] == ["mcp", "--vault", str(vault_path.resolve())]
@@ -318,3 +324,27 @@ def test_store_dash_reads_stdin_and_empty_stdin_is_refused(runner, vault_path):
     assert "Error: Nothing to read: stdin held no content; pipe the text in, e.g. echo \"...\" | vaultmem ... -" \
         in empty.output
     assert len(list(vault_path.glob("memory/stm/*.md"))) == 1
+
+
+def test_the_flags_of_what_was_removed_are_accepted_and_say_so(runner, vault_path, monkeypatch):
+    """`watch --mcp-host`, `mcp --in-process` and `mcp config --no-record` still work for
+    people's scripts: each does what the command does without it, and says so in one line on
+    stderr (the watcher served MCP sessions; the server recorded its first answers)."""
+    from conftest import invoke as run
+
+    from vaultmem.mcp import server
+
+    once = run(runner, "watch", "--once", "--json", "--mcp-host")
+    assert once.exit_code == 0 and json.loads(once.stdout)["success"] is True
+    assert once.stderr.splitlines()[0] == ("vaultmem watch: --mcp-host does nothing now: every `vaultmem mcp` serves "
+                                           "its own session (until `vaultmem serve` serves MCP over HTTP)")
+    served = []
+    monkeypatch.setattr(server, "serve", lambda store, **options: served.append(options) or ended(options["bridge"]))
+    session = run(runner, "mcp", "--in-process", "--read-only")
+    assert session.exit_code == 0 and session.stdout == ""
+    assert [(o["read_only"], o["profile"]) for o in served] == [(True, "all")]
+    assert session.stderr == "vaultmem mcp: --in-process does nothing now: every `vaultmem mcp` serves its own session\n"
+    plain = run(runner, "mcp", "config", "--client", "cursor")
+    flagged = run(runner, "mcp", "config", "--client", "cursor", "--no-record")
+    assert flagged.exit_code == 0 and flagged.stdout == plain.stdout
+    assert flagged.stderr == plain.stderr + "vaultmem mcp config: --no-record does nothing now: the server records no answers\n"

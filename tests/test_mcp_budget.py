@@ -71,6 +71,5 @@ def test_an_unknown_profile_is_a_one_line_error(runner, vault_path):
     result = invoke(runner, "mcp", "--vault", str(vault_path))
     assert (result.exit_code, result.output) == (
         1, "Error: mcp_tools must be one of core, cortexgraph, mnemosyne, all, got 'tiny'\n")
-    result = invoke(runner, "mcp", "config", "--client", "cursor", "--tools", "core", "--vault", str(vault_path),
-                    "--no-record")
+    result = invoke(runner, "mcp", "config", "--client", "cursor", "--tools", "core", "--vault", str(vault_path))
     assert json.loads(result.output.split("\n# merge")[0])["mcpServers"]["vaultmem"]["args"][-2:] == ["--tools", "core"]

@@ -7,12 +7,10 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import NOW
 from mcp_tools import ALL_TOOLS, RAW_REQUESTS, WRITING  # noqa: E402
 
@@ -338,96 +336,43 @@ def test_a_line_that_is_not_json_rpc_gets_a_json_rpc_error(vault_path):
     assert answers[2]["id"] == 1 and answers[2]["result"]["serverInfo"]["name"] == "vaultmem"
 
 
-PIPE_ECHO = """
-import asyncio, os, sys
-from vaultmem.mcp.stdio import pipe_streams
-
-async def main():
-    async with pipe_streams() as pipes:
-        if pipes is None:
-            print("threaded", file=sys.stderr)
-            return
-        lines, replies = pipes
-        print("stray print")  # fd 1 is stderr while serving: never on the wire
-        sys.stdout.flush()
-        async for line in lines:
-            await replies.write(f"{len(line)} {line[:3]}\\n")
-            await replies.flush()
-
-asyncio.run(main())
-os.write(1, b"restored\\n")
-"""
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no fcntl: the SDK's threaded streams serve there")
-def test_pipe_streams_serve_long_lines_and_give_stdio_back():
-    """The event-loop transport: a 300,000-character line arrives whole (asyncio's default
-    line limit is 64 KiB), a stray print lands on stderr, and fds 0 and 1 are the pipes again
-    afterwards."""
-    lines = "abc\n" + "é" * 300_000 + "\n"
-    proc = subprocess.run([sys.executable, "-c", PIPE_ECHO], input=lines.encode(), capture_output=True, timeout=60)
-    assert proc.stdout.decode() == "4 abc\n300001 ééé\nrestored\n"
-    assert proc.stderr.decode() == "stray print\n" and proc.returncode == 0
-
-    forced = subprocess.run([sys.executable, "-c", PIPE_ECHO], input=b"abc\n", capture_output=True, timeout=60,
-                            env={**os.environ, "VAULTMEM_PLATFORM_RULES": "no-fcntl"})
-    assert (forced.stdout, forced.stderr) == (b"restored\n", b"threaded\n")
-
-
-def test_both_stdio_transports_answer_alike(vault_path, tmp_path):
-    """The event-loop transport (pipes) and the SDK's threaded one (forced with no-fcntl, as on
-    Windows) serve the same frames, including a save whose request line is 234 KB."""
+def test_a_long_request_line_and_accented_text_over_stdio(vault_path):
+    """A save whose request line is 234 KB (the SDK reads a line whole) and a search that finds
+    it, accents intact, one request at a time over raw pipes."""
     content = "Café notes " + "é" * 39_000
-
-    def run(rules: str) -> list[dict[str, Any]]:
-        vault = tmp_path / (rules or "pipes")
-        subprocess.run([sys.executable, "-m", "vaultmem", "init", str(vault)], check=True, capture_output=True)
-        requests = [
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                "name": "save_memory", "arguments": {"content": content, "tags": ["cafe"]}}},
-            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-                "name": "search_memory", "arguments": {"query": "café", "preview_length": 20}}},
-        ]
-        env = {**os.environ, "VAULTMEM_EMBEDDINGS": "off", "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "VAULTMEM_PLATFORM_RULES": rules}
-        proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        answers = []
-        try:
-            for request in requests:  # one at a time: the search must see the save
-                line = json.dumps(request) + "\n"  # ASCII-escaped: é is 6 bytes
-                assert len(line) < 1000 or len(line) > 230_000
-                proc.stdin.write(line)
-                proc.stdin.flush()
-                if "id" in request:
-                    answers.append(json.loads(proc.stdout.readline()))
-            proc.stdin.close()
-            proc.stderr.read()
-        finally:
-            proc.wait(timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        (note,) = (vault / "memory/stm").iterdir()
-        assert note.read_text(encoding="utf-8").endswith(f"---\n{content}\n")
-        return answers
-
-    piped, threaded = run(""), run("no-fcntl")
-    assert [m["id"] for m in piped] == [1, 2, 3]
-    saved = piped[1]["result"]["structuredContent"]
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "save_memory", "arguments": {"content": content, "tags": ["cafe"]}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "search_memory", "arguments": {"query": "café", "preview_length": 20}}},
+    ]
+    env = {**os.environ, "VAULTMEM_EMBEDDINGS": "off", "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault_path)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    answers = []
+    try:
+        for request in requests:  # one at a time: the search must see the save
+            line = json.dumps(request) + "\n"  # ASCII-escaped: é is 6 bytes
+            assert len(line) < 1000 or len(line) > 230_000
+            proc.stdin.write(line)
+            proc.stdin.flush()
+            if "id" in request:
+                answers.append(json.loads(proc.stdout.readline()))
+        proc.stdin.close()
+        proc.stderr.read()
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    (note,) = (vault_path / "memory/stm").iterdir()
+    assert note.read_text(encoding="utf-8").endswith(f"---\n{content}\n")
+    assert [m["id"] for m in answers] == [1, 2, 3]
+    saved = answers[1]["result"]["structuredContent"]
     assert saved["success"] is True
-    found = piped[2]["result"]["structuredContent"]["results"]
+    found = answers[2]["result"]["structuredContent"]["results"]
     assert [r["id"] for r in found] == [saved["memory_id"]] and found[0]["content"] == "Café notes ééééééééé"
-    ids = [saved["memory_id"], threaded[1]["result"]["structuredContent"]["memory_id"]]
-
-    def strip(message: dict[str, Any]) -> str:  # the two saves differ only in their random ids
-        text = json.dumps(message)
-        for mid in ids:
-            text = text.replace(mid, "ID").replace(mid[:8], "ID8")
-        return text
-
-    assert [strip(m) for m in piped] == [strip(m) for m in threaded]
 
 
 def test_an_agent_session_saves_under_its_agent_and_sees_its_private_memory(vault_path, tmp_path):
@@ -450,7 +395,7 @@ def test_an_agent_session_saves_under_its_agent_and_sees_its_private_memory(vaul
 SLOW_SESSION = """
 import asyncio, sys, time
 from pathlib import Path
-from vaultmem.mcp import server, stdio
+from vaultmem.mcp import server
 from vaultmem.store import MemoryStore, Policy
 
 real = MemoryStore.search
@@ -459,17 +404,11 @@ def slow(self, *args, **kwargs):
     return real(self, *args, **kwargs)
 MemoryStore.search = slow
 srv = server.build_server(MemoryStore(Path(sys.argv[1])))
-
-async def main():
-    async with stdio.pipe_streams() as pipes:
-        await server.serve_session(srv, *pipes)
-
-asyncio.run(main())
+asyncio.run(server.serve_stdio(srv))
 srv.bridge.close()
 """
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no fcntl: the SDK's threaded streams serve there")
 def test_a_client_that_closes_its_end_still_gets_every_answer(vault_path):
     """A script that writes its requests and closes stdin gets the answer of a tool call still
     running at that moment (the SDK alone ends the session and answers "Connection closed"),
@@ -511,17 +450,15 @@ for name in ("search", "save", "open"):
     setattr(MemoryStore, name, traced)
 store = MemoryStore(Path(sys.argv[1]), policy=Policy(long_lived=True))
 srv = server.build_server(store)
-asyncio.run(srv.run_stdio_async())  # over the process's pipes (stdio.pipe_streams)
+asyncio.run(server.serve_stdio(srv))  # over the process's stdin and stdout
 srv.bridge.close()
 print(" ".join(seen), file=sys.stderr)
 """
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no fcntl: the SDK's threaded streams serve there")
-def test_a_quick_read_runs_on_the_loop_s_thread_when_the_client_waits_for_it_alone(vault_path):
-    """search_memory and open_memories run on the event loop's thread when nothing else is
-    queued or waiting to be read (server.Bridge.inline); a write goes to the store's thread;
-    requests sent in one burst go to the store's thread and are answered in order."""
+def test_every_call_runs_on_the_store_s_thread_and_a_burst_is_answered_in_order(vault_path):
+    """Reads and writes alike run on the store's one thread (server.Bridge), never two at
+    once; requests sent in one burst are each answered, in the order sent."""
     proc = subprocess.Popen([sys.executable, "-c", THREADS_SESSION, str(vault_path)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
@@ -550,148 +487,44 @@ def test_a_quick_read_runs_on_the_loop_s_thread_when_the_client_waits_for_it_alo
     proc.stdin.close()
     assert proc.wait(timeout=30) == 0
     calls = proc.stderr.read().split("\n")[-2].split()
-    assert calls[:3] == ["save@vaultmem-store_0", "search@MainThread", "open@MainThread"]
-    # the burst's first two find the others read and unanswered: the store's thread; the last
-    # goes there too unless both were answered before it was read (a slow loop): then it is alone
-    assert calls[3:5] == ["search@vaultmem-store_0"] * 2
-    assert calls[5] in ("search@vaultmem-store_0", "search@MainThread") and len(calls) == 6
-
-
-def test_the_bridge_runs_inline_only_when_asked_idle_and_quiet():
-    from vaultmem.mcp.server import Bridge
-
-    class Store:
-        long_lived = True
-
-        def close(self) -> None:
-            pass
-
-    async def run() -> list[str]:
-        bridge = Bridge(Store(), inline=frozenset({"search_memory"}))  # type: ignore[arg-type]
-        where = lambda: threading.current_thread().name  # noqa: E731
-        got = [await bridge.run(where, inline=True)]  # no session has said the client is quiet
-        bridge.quiet = lambda: True
-        got.append(await bridge.run(where, inline=True))
-        got.append(await bridge.run(where))  # not an inline tool
-        bridge.quiet = lambda: False  # the client sent more
-        got.append(await bridge.run(where, inline=True))
-        bridge.quiet = lambda: True
-        release = threading.Event()
-        busy = asyncio.ensure_future(bridge.run(release.wait))  # the worker is busy
-        await asyncio.sleep(0.05)
-        queued = asyncio.ensure_future(bridge.run(where, inline=True))
-        await asyncio.sleep(0.05)
-        release.set()
-        await busy
-        got.append(await queued)
-        bridge.close()
-        return got
-
-    names = asyncio.run(run())
-    assert names[1] == "MainThread" and names[0] == names[2] == names[3] == names[4] == "vaultmem-store_0"
+    assert calls == ["save@vaultmem-store_0", "search@vaultmem-store_0", "open@vaultmem-store_0",
+                     "search@vaultmem-store_0", "search@vaultmem-store_0", "search@vaultmem-store_0"]
 
 
 def test_in_flight_requests_are_the_ones_read_and_not_yet_answered():
-    from vaultmem.mcp.stdio import InFlight
+    from mcp.types import jsonrpc_message_adapter
+
+    from vaultmem.mcp.server import InFlight
+
+    def message(line: str) -> Any:
+        return jsonrpc_message_adapter.validate_json(line, by_name=False)
 
     async def run() -> list[Any]:
         seen = []
         inflight = InFlight()
-        inflight.read('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n')
-        inflight.read('{"method":"tools/call","params":{},"id":"a","jsonrpc":"2.0"}\n')  # another key order
-        inflight.read('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')  # no answer expected
-        inflight.read("{not json\n")
-        inflight.read('{"jsonrpc":"2.0","id":7,"result":{}}\n')  # the client answering the server
+        inflight.read(message('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'))
+        inflight.read(message('{"method":"tools/call","params":{},"id":"a","jsonrpc":"2.0"}'))
+        inflight.read(message('{"jsonrpc":"2.0","method":"notifications/initialized"}'))  # no answer expected
+        inflight.read(message('{"jsonrpc":"2.0","id":7,"result":{}}'))  # the client answering the server
         seen.append(sorted(map(str, inflight.ids)))
-        inflight.written('{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}\n')
-        inflight.written('{"jsonrpc":"2.0","method":"notifications/message","params":{}}\n')
-        inflight.written('{"jsonrpc":"2.0","id":1,"result":{}}\n')
+        inflight.written(message('{"jsonrpc":"2.0","method":"notifications/message","params":{}}'))
+        inflight.written(message('{"jsonrpc":"2.0","id":1,"result":{}}'))
         seen.append((sorted(map(str, inflight.ids)), inflight.idle.is_set()))
-        inflight.read('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}\n')
+        inflight.read(message('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}'))
         seen.append((sorted(map(str, inflight.ids)), inflight.idle.is_set()))
         await inflight.settle(timeout=1.0)  # returns at once: nothing in flight
-        seen.append(inflight.initialize)
         return seen
 
-    assert asyncio.run(run()) == [["1", "a"], (["a"], False), ([], True),
-                                  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n']
+    assert asyncio.run(run()) == [["1", "a"], (["a"], False), ([], True)]
 
 
-def test_session_frames_parse_on_read_answer_malformed_lines_and_write_whole_frames_in_order():
-    """`FrameReader`/`FrameWriter`, the streams `serve_session` hands the SDK over pipes: a
-    malformed line is answered (-32700, -32600) and skipped, the client's end ends the stream;
-    answers sent at once by three tasks reach the pipe whole and in the order sent, though
-    each waits for a slow pipe; nothing is written once the stream is closed."""
-    import anyio
-    from mcp.shared.message import SessionMessage
-    from mcp_types.jsonrpc import JSONRPCResponse
-
-    from vaultmem.mcp.server import FrameReader, FrameWriter
-
-    class Lines:
-        def __init__(self, lines: list[str]) -> None:
-            self.lines = lines
-
-        async def __anext__(self) -> str:
-            if not self.lines:
-                raise StopAsyncIteration
-            return self.lines.pop(0)
-
-    class SlowPipe:
-        def __init__(self) -> None:
-            self.frames: list[str] = []
-            self.flushing = 0
-
-        async def write(self, text: str) -> None:
-            assert self.flushing == 0  # one writer at a time: never a frame while one is pending
-            self.frames.append(text)
-
-        async def flush(self) -> None:
-            self.flushing += 1
-            await asyncio.sleep(0.01)
-            self.flushing -= 1
-
-    async def run() -> tuple[list[Any], list[str], str]:
-        pipe = SlowPipe()
-        writer = FrameWriter(pipe)
-        reader = FrameReader(Lines(["{not json\n", '{"jsonrpc":"2.0","id":1}\n',
-                                    '{"jsonrpc":"2.0","id":2,"method":"ping"}\n']), writer)
-        read = [item.message.model_dump(by_alias=True, exclude_unset=True) async for item in reader]
-        with pytest.raises(anyio.EndOfStream):
-            await reader.receive()
-        answers = [SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=n, result={"n": n})) for n in (3, 4, 5)]
-        async with anyio.create_task_group() as tasks:
-            for answer in answers:
-                tasks.start_soon(writer.send, answer)
-        await writer.aclose()
-        try:
-            await writer.send(answers[0])
-            closed = "written"
-        except anyio.ClosedResourceError:
-            closed = "refused"
-        return read, pipe.frames, closed
-
-    read, frames, closed = asyncio.run(run())
-    assert read == [{"jsonrpc": "2.0", "id": 2, "method": "ping"}]
-    assert frames == [
-        '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}\n',
-        '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
-        '"message":"Invalid Request: the JSON is not a JSON-RPC 2.0 message"}}\n',
-        '{"jsonrpc":"2.0","id":3,"result":{"n":3}}\n',
-        '{"jsonrpc":"2.0","id":4,"result":{"n":4}}\n',
-        '{"jsonrpc":"2.0","id":5,"result":{"n":5}}\n',
-    ]
-    assert closed == "refused"
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no fcntl: the SDK's threaded streams serve there")
 def test_a_client_that_stops_reading_ends_the_session_quietly(vault_path):
     """A client that closes the pipe it reads answers from: the answer it will never read is
     dropped, the next line ends the session, and the server exits 0 with one line saying why
     instead of a ConnectionResetError traceback (what the SDK's own writer task gave)."""
     proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault_path)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "VAULTMEM_EMBEDDINGS": "off", "VAULTMEM_MCP_HOST": "off"})
+                            env={**os.environ, "VAULTMEM_EMBEDDINGS": "off"})
     try:
         def send(message: dict[str, Any]) -> None:
             proc.stdin.write((json.dumps(message) + "\n").encode())

@@ -38,11 +38,12 @@ def fed(vault_path, monkeypatch):
     """A store as `vaultmem mcp` holds it: its own change feed, primed by a first full scan."""
     store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock(),
                         policy=Policy(change_feed=ChangeFeed.started))
-    feed = store.change_feed
-    assert isinstance(feed, ChangeFeed)
+    assert store.change_feed is None  # started by the first freshness check, on the thread that serves
     counting = Counting(store, monkeypatch)
     store.sync()  # the first call scans: the feed cannot vouch for what came before it
     assert counting.scans == 1
+    feed = store.change_feed
+    assert isinstance(feed, ChangeFeed)
     yield store, counting, feed
     store.close()  # closes its feed
 
@@ -122,8 +123,9 @@ def test_the_mcp_server_reads_changes_through_its_feed(vault_path, monkeypatch):
     policy = dataclasses.replace(serving_policy(), freshness_ttl=0.0)
     store = MemoryStore(vault_path, settings=load_settings(vault_path), clock=Clock(), policy=policy)
     server = mcp_server.prepare(store)
-    on_store_thread = server.bridge._executor.submit  # SQLite connections belong to that thread
+    on_store_thread = server.bridge.submit  # SQLite connections belong to that thread
     try:
+        on_store_thread(lambda: None).result()  # the bridge's warm-up ran: its freshness check started the feed
         assert isinstance(store.change_feed, ChangeFeed)
         on_store_thread(store.sync).result()
         counting = Counting(store, monkeypatch)

@@ -223,7 +223,6 @@ class Watcher:
         self._merge_pid: int | None = None  # the segment-merge child running now
         self._merge_due = False  # a commit since the last look at the segments
         self._merging_in_child = False  # commits leave segment merging to a child (started at start())
-        self.extra_fds: set[int] = set()  # other descriptors a merge child closes (the MCP host's clients' pipes)
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -450,7 +449,7 @@ class Watcher:
             log.debug("cannot read the index segments: %s", exc)
             return
         if due:
-            own = self.lock.fds() + sorted(self.extra_fds)  # a forked child holds neither
+            own = self.lock.fds()  # a forked child does not hold the instance lock
             self._merge_pid = self.store.start_index_merge(close_fds=own)
             log.debug("merging index segments in child process %d", self._merge_pid)
 
@@ -557,17 +556,9 @@ def configure_logging(verbose: bool) -> None:
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
-def serve(store: Any, install_signals: bool = True, mcp_host: bool = False) -> None:
-    """`vaultmem watch`: run until SIGINT/SIGTERM, finishing the batch in hand; with
-    `mcp_host`, serving the MCP sessions `vaultmem mcp` hands over (mcp/host.py)."""
+def serve(store: Any, install_signals: bool = True) -> None:
+    """`vaultmem watch`: run until SIGINT/SIGTERM, finishing the batch in hand."""
     watcher = Watcher(store)
-    host = None
-    if mcp_host:  # `vaultmem mcp` hands its sessions to this process
-        from vaultmem.mcp import host as host_module
-
-        if host_module.enabled():
-            host = host_module.Host(store.root)
-            watcher.extra_fds = host.live_fds
     if install_signals:
         import signal
 
@@ -577,14 +568,4 @@ def serve(store: Any, install_signals: bool = True, mcp_host: bool = False) -> N
 
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
-    if host is not None:
-        watcher.start()  # the instance lock first: one watcher, one socket per vault
-        try:
-            host.start()
-        except OSError as exc:
-            log.warning("not serving MCP sessions: %s", exc)
-    try:
-        watcher.run()
-    finally:
-        if host is not None:
-            host.stop()  # hands its sessions back
+    watcher.run()

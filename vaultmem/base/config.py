@@ -238,19 +238,6 @@ ENV_ALIASES = {
     "CORTEXGRAPH_MIN_CLUSTER_SIZE": "min_cluster_size",
     "CORTEXGRAPH_ENABLE_EMBEDDINGS": "embeddings",  # true -> on, false -> off (_ENV_VALUES)
 }
-# Not part of `session_environment`: the vault and agent are a session's own.
-_SESSION_KEYS = ("VAULTMEM_VAULT", "VAULTMEM_AGENT", "VAULTMEM_MCP_HOST")
-
-
-def session_environment() -> dict[str, str]:
-    """What an MCP session's behaviour depends on besides the vault's config file: every
-    setting from the environment (`VAULTMEM_*`, CortexGraph's names), the clock's override
-    and the zone. The watcher serves a session only when the client's are its own
-    (mcp/host.py); recorded first answers are used only under the same (mcp/prelude.py)."""
-    return {k: v for k, v in os.environ.items()
-            if (k.startswith("VAULTMEM_") and k not in _SESSION_KEYS) or k in ENV_ALIASES or k == "TZ"}
-
-
 # CortexGraph variables whose values differ from ours
 _ENV_VALUES = {"CORTEXGRAPH_ENABLE_EMBEDDINGS": {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off",
                                                  "no": "off"}}

@@ -18,7 +18,6 @@ import contextlib
 import itertools
 import os
 import re
-import stat
 import sys
 import threading
 import time
@@ -97,22 +96,6 @@ def has_fcntl() -> bool:
         import fcntl  # noqa: F401
     except ImportError:
         return False
-    return True
-
-
-def piped(*fds: int) -> bool:
-    """Whether fcntl exists and every descriptor is a pipe or a socket: how an MCP client
-    starts a server, and what the event loop's pipe transports (mcp/stdio.py) and the early
-    answers (mcp/prelude.py) serve."""
-    if not has_fcntl():
-        return False
-    for fd in fds:
-        try:
-            mode = os.fstat(fd).st_mode
-        except OSError:
-            return False
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-            return False
     return True
 
 

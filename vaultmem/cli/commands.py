@@ -786,9 +786,8 @@ def index_status(vault: str | None, as_json: bool) -> None:
 @click.option("--status", "show_status", is_flag=True,
               help="Report whether a watcher runs for the vault, since when, and its last batch. Exits 1 when none runs.")
 @click.option("--verbose", "-v", is_flag=True, help="Debug logging: every batch, every skipped path.")
-@click.option("--mcp-host", is_flag=True, envvar="VAULTMEM_MCP_HOST",
-              help="Also serve the vault's MCP sessions: `vaultmem mcp` hands this process its stdin and stdout "
-                   "and answers in 0.1 s with 26 MB (Linux, macOS). Stopping the watcher hands them back; killing it ends them.")
+@click.option("--mcp-host", is_flag=True, hidden=True,
+              help="Does nothing now: every `vaultmem mcp` serves its own session.")
 @vault_option
 @output_options
 @handle_errors
@@ -803,8 +802,9 @@ def watch(once: bool, show_status: bool, verbose: bool, mcp_host: bool, vault: s
       vaultmem watch --verbose
       vaultmem watch --status
       vaultmem watch --once        # from cron: */30 * * * * vaultmem watch --once
-      vaultmem watch --mcp-host    # MCP clients' sessions served here, warm
     """
+    if mcp_host:
+        click.echo(MCP_HOST_NOTICE, err=True)
     _serving_for_hours()
     from vaultmem import watcher
     from vaultmem.store import Policy
@@ -833,7 +833,7 @@ def watch(once: bool, show_status: bool, verbose: bool, mcp_host: bool, vault: s
         if as_json:
             emit_json(result)
         return
-    watcher.serve(store, mcp_host=mcp_host)
+    watcher.serve(store)
 
 
 @click.command()
@@ -1012,8 +1012,8 @@ def pipeline_apply_review(file: str | None, vault: str | None, as_json: bool) ->
 @click.option("--tools", "profile", type=click.Choice(TOOL_PROFILES),
               help="Tool profile: core (save, search, open, touch, recall), cortexgraph, mnemosyne or all "
                    "[default: setting mcp_tools, all].")
-@click.option("--in-process", is_flag=True,
-              help="Serve here even when the vault's watcher runs (it serves the session otherwise).")
+@click.option("--in-process", is_flag=True, hidden=True,
+              help="Does nothing now: every `vaultmem mcp` serves its own session.")
 @vault_option
 @click.pass_context
 @handle_errors
@@ -1021,12 +1021,8 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
         vault: str | None) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code, Cursor).
 
-    stdout carries only protocol frames; logs go to stderr. When `vaultmem watch` runs for
-    the vault, it serves the session on this process's stdin and stdout (warm, the SDK
-    already loaded) and this process waits; else it serves here, answering `initialize` and
-    `tools/list` at once with the answers it recorded from the SDK last time while the SDK
-    loads. `vaultmem mcp config` prints a client's configuration (and records those answers
-    for its first start); see docs/mcp.md.
+    stdout carries only protocol frames; logs go to stderr. `vaultmem mcp config` prints a
+    client's configuration; see docs/mcp.md.
 
     \b
     Example:
@@ -1036,30 +1032,28 @@ def mcp(ctx: click.Context, read_only: bool, agent: str | None, profile: str | N
     """
     if ctx.invoked_subcommand is not None:
         return
+    if in_process:
+        click.echo(IN_PROCESS_NOTICE, err=True)
     _serving_for_hours()
-    from vaultmem.base.config import load_settings, resolve_vault
+    from vaultmem.base.config import load_settings
+    from vaultmem.mcp.bridge import open_bridge
+    from vaultmem.observer import serving_policy
 
-    root = resolve_vault(vault)
-    resume: Any = None
-    if not in_process:
-        from vaultmem.mcp.host import hand_over
+    store = _store(vault, quiet=True, policy=serving_policy())
+    store.vault.require()
+    store.agent = agent or None
+    # The index opens and a first search warms it on the store's thread while this thread
+    # imports the SDK and builds the server.
+    bridge = open_bridge(store)
+    from vaultmem.mcp.server import serve
 
-        status = hand_over(root, read_only=read_only, profile=profile, agent=agent or None)
-        if isinstance(status, int):  # the watcher served the session
-            ctx.exit(status)
-        resume = status  # None, or the session the stopping watcher gave back: served here from now on
-    from vaultmem.mcp.prelude import serve_stdio
+    serve(store, read_only=read_only, profile=profile or load_settings(store.vault.root).mcp_tools, bridge=bridge)
 
-    def open_store() -> Any:
-        from vaultmem.observer import serving_policy
 
-        store = _store(vault, quiet=True, policy=serving_policy())
-        store.vault.require()
-        store.agent = agent or None
-        return store
-
-    ctx.exit(serve_stdio(root, open_store, read_only=read_only, profile=profile or load_settings(root).mcp_tools,
-                         resume=resume))
+MCP_HOST_NOTICE = ("vaultmem watch: --mcp-host does nothing now: every `vaultmem mcp` serves its own session "
+                   "(until `vaultmem serve` serves MCP over HTTP)")
+IN_PROCESS_NOTICE = "vaultmem mcp: --in-process does nothing now: every `vaultmem mcp` serves its own session"
+NO_RECORD_NOTICE = "vaultmem mcp config: --no-record does nothing now: the server records no answers"
 
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor")
@@ -1077,20 +1071,13 @@ CLIENT_FILES = {
 @click.option("--tools", "profile", type=click.Choice(TOOL_PROFILES),
               help="Tool profile the server offers (core, cortexgraph, mnemosyne, all).")
 @click.option("--name", default="vaultmem", show_default=True, help="The server's name in the client.")
-@click.option("--no-record", is_flag=True,
-              help="Do not record the server's first answers now (the client's first start then records "
-                   "them, ~1 s slower).")
+@click.option("--no-record", is_flag=True, hidden=True, help="Does nothing now: the server records no answers.")
 @vault_option
 @handle_errors
 def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | None, name: str,
                no_record: bool, vault: str | None) -> None:
     """Print a client's configuration for this vault: the absolute path of this vaultmem and of
     the vault, so it works from an app that does not have your shell's PATH.
-
-    Then, for a vault made with `vaultmem init`, it runs the configured server once per MCP
-    protocol version (a few seconds; nothing in the vault changes) to record its first
-    answers, so the client's very first start answers `initialize` at once, as later
-    starts do (docs/mcp.md, "The first answers, before the SDK loads").
 
     \b
     Example:
@@ -1111,18 +1098,7 @@ def mcp_config(client: str, read_only: bool, agent: str | None, profile: str | N
         emit_json({"mcpServers": {name: {"command": exe, "args": args}}})
         click.echo(f"# merge into {CLIENT_FILES[client]}, then restart the client", err=True)
     if no_record:
-        return
-    from vaultmem.base.errors import VaultmemError
-    from vaultmem.mcp.prelude import record_first_answers
-
-    try:
-        versions = record_first_answers([exe, "mcp", "--in-process", *args[1:]], root)
-    except VaultmemError as exc:
-        click.echo(f"# could not record the server's first answers ({exc}); the client's first start records them", err=True)
-        return
-    if versions is not None:
-        click.echo(f"# recorded the server's first answers (protocol {', '.join(versions)}): "
-                   "the client's first start answers at once", err=True)
+        click.echo(NO_RECORD_NOTICE, err=True)
 
 
 @click.command(name="enrich-pending")

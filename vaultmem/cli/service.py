@@ -32,24 +32,23 @@ def _systemd_arg(arg: str) -> str:
     return arg
 
 
-def render(platform: str, exe: str, vault: str, home: str, user: str, mcp_host: bool = False) -> str:
-    """The service file for `platform` running `exe watch --vault vault` (and `--mcp-host`)."""
+MCP_HOST_NOTICE = ("vaultmem service: --mcp-host does nothing now: every `vaultmem mcp` serves its own session "
+                   "(until `vaultmem serve` serves MCP over HTTP)")
+
+
+def render(platform: str, exe: str, vault: str, home: str, user: str) -> str:
+    """The service file for `platform` running `exe watch --vault vault`."""
     template = (TEMPLATE_DIR / FILES[platform]).read_text(encoding="utf-8")
-    extra = ["--mcp-host"] if mcp_host else []
     if platform == "linux":
         sample = "ExecStart=%h/.local/bin/vaultmem watch --vault %h/Documents/vaultmem"
-        line = "ExecStart=" + " ".join(_systemd_arg(a) for a in (exe, "watch", "--vault", vault, *extra))
+        line = "ExecStart=" + " ".join(_systemd_arg(a) for a in (exe, "watch", "--vault", vault))
         return template.replace(sample, line)
     from xml.sax.saxutils import escape  # here: it imports urllib.request, 28 ms of every command's start
 
     if platform == "macos":
-        more = "".join(f"\n    <string>{a}</string>" for a in extra)
         return (template.replace("<string>/Users/YOU/.local/bin/vaultmem</string>", f"<string>{escape(exe)}</string>")
-                .replace("<string>/Users/YOU/Documents/vaultmem</string>", f"<string>{escape(vault)}</string>{more}")
+                .replace("<string>/Users/YOU/Documents/vaultmem</string>", f"<string>{escape(vault)}</string>")
                 .replace("/Users/YOU/Library/Logs/", escape(home.rstrip("/") + "/Library/Logs/")))
-    if mcp_host:
-        raise VaultmemError("--mcp-host needs a platform that passes descriptors between processes (linux, macos); "
-                            "on Windows each `vaultmem mcp` serves its own session")
     command = r"C:\Users\YOU\AppData\Local\Programs\Python\Python312\Scripts\vaultmem.exe"
     import subprocess  # here: subprocess and signal are 4 ms of every command's start
 
@@ -86,8 +85,8 @@ def _windows_user() -> str:
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Where to write the file (default: its usual name in the current folder).")
 @click.option("--force", is_flag=True, help="Replace the file if it exists.")
-@click.option("--mcp-host", is_flag=True,
-              help="The watcher also serves MCP sessions (`vaultmem watch --mcp-host`; Linux and macOS).")
+@click.option("--mcp-host", is_flag=True, hidden=True,
+              help="Does nothing now: every `vaultmem mcp` serves its own session.")
 @vault_option
 @output_options
 @handle_errors
@@ -101,16 +100,18 @@ def service(platform: str | None, out: str | None, force: bool, mcp_host: bool, 
     Example:
       vaultmem service --vault ~/Documents/vaultmem
       vaultmem service --platform windows --out vaultmem-watch.xml
-      vaultmem service --mcp-host   # MCP clients' sessions served by the watcher, warm
     """
     from vaultmem.base.config import resolve_vault
+
+    if mcp_host:
+        click.echo(MCP_HOST_NOTICE, err=True)
 
     platform = platform or this_platform()
     root = resolve_vault(vault).resolve()
     path = Path(out or FILES[platform]).absolute()
     if path.exists() and not force:
         raise VaultmemError(f"{path} exists; pass --force to replace it, or --out to write elsewhere")
-    text = render(platform, installed_executable(), str(root), str(Path.home()), _windows_user(), mcp_host)
+    text = render(platform, installed_executable(), str(root), str(Path.home()), _windows_user())
     # Task Scheduler reads the encoding its own exports use: UTF-16 with a byte-order mark
     try:
         path.write_bytes(text.encode("utf-16") if platform == "windows" else text.encode("utf-8"))

@@ -125,7 +125,8 @@ class Memories:
         self._vectors: Any = None
         self._stale_checked: tuple[Any, ...] | None = None  # _rank_semantic's last stale check
         self._filtered_cache: tuple[Any, list[Record], dict[str, Record]] | None = None
-        self.change_feed = self.policy.change_feed(self.vault) if self.policy.change_feed is not None else None
+        self.change_feed: ChangeFeed | None = None  # started by the first freshness check (_feed)
+        self._feed_started = False
         # Run before each write (save, modify, move): the front door merges the conflict copies a
         # file-sync tool left (features/sync.py), so reads never write; not again inside itself.
         self._before_write_hook = before_write
@@ -146,6 +147,16 @@ class Memories:
     @property
     def progress(self) -> Progress | None:
         return self.policy.progress
+
+    def _feed(self) -> ChangeFeed | None:
+        """The policy's change feed, started on the first freshness check: on the thread that
+        serves (a server warms its index there while the SDK imports), watching before that
+        check's scan, which it cannot vouch for."""
+        if not self._feed_started:
+            self._feed_started = True
+            if self.policy.change_feed is not None:
+                self.change_feed = self.policy.change_feed(self.vault)
+        return self.change_feed
 
     def _before_write(self) -> None:
         if self._before_write_hook is None or self._in_before_write:
@@ -207,8 +218,9 @@ class Memories:
                 self.last_sync = SyncReport()
                 self._last_scan = time.monotonic()
                 return self.last_sync
-        if self.change_feed is not None and self.index.ready():
-            changed = self.change_feed.changes()
+        feed = self._feed()
+        if feed is not None and self.index.ready():
+            changed = feed.changes()
             if changed is not None and not changed[1]:
                 self.index.compact_listing()  # the first scan's listing: no longer needed whole
                 report = SyncReport()

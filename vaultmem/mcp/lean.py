@@ -16,6 +16,7 @@ and also runs sse_starlette under uvicorn keeps the patch.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
 from types import FrameType
 from typing import Any
@@ -29,7 +30,8 @@ class SkipUvicornForSSE:
     usual by every other importer. It leaves `sys.meta_path` after it first applies."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name != _SKIPPED or _importer(sys._getframe(1)) != _IMPORTER:
+        here = inspect.currentframe()
+        if name != _SKIPPED or _importer(here.f_back if here is not None else None) != _IMPORTER:
             return None
         with contextlib.suppress(ValueError):  # once: sse_starlette is imported once
             sys.meta_path.remove(self)

@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "vaultmem"
 # declared, never imported by vaultmem/, and why
 NOT_IMPORTED: set[tuple[str, str]] = set()
+# installed in place of a declared distribution, providing its modules: the other Whoosh
+# 2.7-compatible fork, which `make test-whoosh-reloaded` runs the suite on
+STANDS_IN = {"whoosh-reloaded": "whoosh3"}
 
 
 def canonical(name: str) -> str:
@@ -63,7 +66,8 @@ def distribution(module: str) -> str:
     """The distribution that provides `module`: from what is installed, else the module's name
     as a distribution name (an extra that is not installed here)."""
     dists = packages_distributions().get(module) or _by_files(module)
-    return canonical(dists[0]) if dists else canonical(module)
+    name = canonical(dists[0]) if dists else canonical(module)
+    return STANDS_IN.get(name, name)
 
 
 def _by_files(module: str) -> list[str]:

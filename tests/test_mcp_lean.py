@@ -44,9 +44,7 @@ def test_the_serving_commands_skip_uvicorn(runner, vault_path, monkeypatch):
     from vaultmem.mcp import lean, server
 
     def ended(store, *, bridge, **options):  # a session that ended at once
-        bridge.close()
-        if bridge.feed is not None:
-            bridge.feed.close()
+        bridge.close()  # closes the store and its change feed
 
     installed = []
     monkeypatch.setattr(lean, "stdio_only", lambda: installed.append(True))

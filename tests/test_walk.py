@@ -13,7 +13,7 @@ from test_watcher import note_text
 
 from vaultmem.base import walk
 from vaultmem.base.config import load_settings
-from vaultmem.store import MemoryStore
+from vaultmem.store import MemoryStore, Policy
 
 
 def person_vault(root: Path) -> Path:
@@ -60,8 +60,7 @@ def test_a_cold_search_sees_every_edit_made_before_it(tmp_path):
     (root / "memory/stm/zebra-walk-3.md").write_text(note_text("zebrawalk third memory", "11111111-2222-4333-8444-000000000003"))
     leftover = root / "memory/stm/.zebra-walk-2.md.vaultmem-tmp-999999-y"  # a killed writer's
     leftover.write_text("half a write")
-    cold = MemoryStore(root, settings=load_settings(root), clock=Clock())
-    cold.trust_watcher = True
+    cold = MemoryStore(root, settings=load_settings(root), clock=Clock(), policy=Policy(trust_watcher=True))
     found = cold.search("quokkas")["results"]
     assert [r["id"] for r in found] == ["11111111-2222-4333-8444-000000000001"]
     assert (cold.last_sync.added, cold.last_sync.updated) == (1, 1)

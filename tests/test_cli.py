@@ -167,8 +167,6 @@ def test_help_and_search_import_no_heavy_libraries(vault_path):
     # what only writes need: the secret filter's patterns (15 ms to compile), and urllib.request,
     # which xml.sax.saxutils (the service files' escaping) imports (28 ms)
     for_writes = {"vaultmem.base.secrets", "urllib.request"}
-    if not _whoosh3():  # whoosh-reloaded's own whoosh.compat imports urllib.request (Makefile: test-whoosh-reloaded)
-        for_writes.discard("urllib.request")
     # what only a query with syntax needs: Whoosh's searcher and parser (bm25.Lexicon)
     for_syntax = {"whoosh.searching", "whoosh.qparser"}
     # what other commands need: the features a search does not call (store.py imports each on
@@ -177,6 +175,9 @@ def test_help_and_search_import_no_heavy_libraries(vault_path):
                   "vaultmem.features.mnemosyne.recall", "vaultmem.features.mnemosyne.hooks",
                   "vaultmem.storage.embeddings", "vaultmem.storage.models", "tempfile", "subprocess", "zipfile",
                   "logging"}  # 2-3 ms: a watcher's unreadable note logs (Memories.refresh_paths)
+    if not _whoosh3():  # whoosh-reloaded imports these itself (make test-whoosh-reloaded): whoosh3's start-up is held to it
+        for_writes -= {"urllib.request"}
+        for_others -= {"tempfile", "subprocess", "logging"}
     # The save's own imports (its enrichment child, forked, imports spaCy and writes to the
     # same stderr, so it is not started here): the note is indexed without Whoosh's searcher
     # (index._delete_path) and spaCy waits for the child.

@@ -6,11 +6,12 @@ searches at once (`initialize` alone does not count).
 
 Each round starts one server of each tree (which goes first alternates) on the same vault and
 drives it with JSON-RPC lines written and read here, as a client does: `initialize`, the
-`initialized` notification, `tools/list`, then `search_memory` at once. The two commits must
-share the index format (one vault serves both). A first, unmeasured start of each tree lets
-the older one record the answers it gives early (its later starts use them). Prints each
-tree's medians (initialize answered, first search answered), the ratio of the medians, and
-the load average before and after.
+`initialized` notification, `tools/list`, then `search_memory` at once. Two commits that share
+the index format can serve one vault; one with another format serves its own copy of the
+notes (`--against-vault`, indexed by that commit's `vaultmem index rebuild`; see mcp_ab.py).
+A first, unmeasured start of each tree lets the older one record the answers it gives early
+(its later starts use them). Prints each tree's medians (initialize answered, first search
+answered), the ratio of the medians, and the load average before and after.
 """
 
 from __future__ import annotations
@@ -74,19 +75,22 @@ def main() -> None:
     ap.add_argument("--vault", type=Path, required=True, help="a built vault (mcp_latency.py --keep DIR)")
     ap.add_argument("--against", help="the commit to compare with (a temporary git worktree); "
                                       "none: this checkout against itself")
+    ap.add_argument("--against-vault", type=Path,
+                    help="the other commit's own copy of the vault (another index format); default: --vault")
     ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args()
     with checkouts(args.against) as (trees, _scratch), tempfile.TemporaryDirectory() as cache:
         old_name = args.against or "this checkout"
         pair = {"old": trees[old_name], "new": trees["this checkout"]}
         caches = {name: Path(cache) / name for name in pair}
+        vaults = {"old": args.against_vault or args.vault, "new": args.vault}
         print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} before")
         for name in pair:  # unmeasured: the older server records its early answers
-            start_to_first_search(pair[name], args.vault, caches[name])
+            start_to_first_search(pair[name], vaults[name], caches[name])
         times: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
         for i in range(args.rounds):
             for name in ("new", "old") if i % 2 else ("old", "new"):
-                times[name].append(start_to_first_search(pair[name], args.vault, caches[name]))
+                times[name].append(start_to_first_search(pair[name], vaults[name], caches[name]))
         medians = {}
         for name, label in (("old", old_name), ("new", "this checkout")):
             init = statistics.median(t[0] for t in times[name])

@@ -827,7 +827,7 @@ class Memories:
                     continue
                 rec = found
                 if since is not None and (rec.last_used or 0) < since.timestamp():
-                    continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
+                    continue  # a post-filter: a numeric Whoosh field slowed indexing
                 s = score_of(rec)
                 if min_score is not None and s < min_score:
                     continue

@@ -668,7 +668,7 @@ class Index:
     def rank_records(self, paths: Sequence[str]) -> dict[str, Record]:
         """`by_paths` without what only a shown result needs: title, content, tags, entities and
         context are left empty (a search ranks up to 100 candidates to show 10; reading their
-        text cost a third of it); source is kept, with agent it names a memory's episode. Read
+        text was a large share of it); source is kept, with agent it names a memory's episode. Read
         the shown ones with `by_paths`."""
         if not self.long_lived:
             return self._read_rank_records(paths)

@@ -134,7 +134,7 @@ def watched_events() -> list[Any]:
     its times changed. Not a file opened or closed after reading, nor a folder "modified"
     (its entries changed: the events of the entries say which). Every search opens the index
     folder, and the watcher and Obsidian read notes all day: each of those opens and closes
-    woke the observer's threads for an event dropped at once, ~0.9 ms of a `search_memory`
+    woke the observer's threads for an event dropped at once, a share of a `search_memory`
     call's CPU in the MCP server (docs/performance.md). On Linux the kernel is never asked for
     them (inotify's mask); elsewhere watchdog drops them before they are queued."""
     from watchdog import events as ev
@@ -205,7 +205,7 @@ class ChangeFeed:
     drops a marker (`.vaultmem/fences/<nonce>.feed`: ordered like a command's fence, never
     answered by a watcher) and returns every note touched before the marker's event arrived.
     A search 1 s after the last (Policy.freshness_ttl) then costs the marker's round trip
-    (~1 ms) instead of a stat of every note (56 ms at 10,000 notes, 0.5 s at 100,000). None
+    instead of a stat of every note. None
     whenever it cannot vouch: before the first full scan after the observer started, a dead
     observer (restarted; the caller scans to catch up), a vault it cannot write the marker
     in, a marker not seen within `wait` s; (paths, True) after an overflow or a folder event.

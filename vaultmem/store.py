@@ -19,8 +19,8 @@ from vaultmem.core.model import COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MA
 
 class _OnFirstUse:
     """A feature module, imported when one of its names is first read: a command imports
-    only the features it calls (a cold `vaultmem search` imported all fifteen, ~25 ms of
-    its start, docs/performance.md). `import_module` takes the import lock, so two threads
+    only the features it calls (importing them all slowed a cold `vaultmem search`'s
+    start, docs/performance.md). `import_module` takes the import lock, so two threads
     reading at once get one module."""
 
     def __init__(self, name: str) -> None:

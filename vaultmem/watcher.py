@@ -421,8 +421,8 @@ class Watcher:
         """Give freed memory back to the OS now and then, so a long-lived daemon stays flat.
 
         The observer thread allocates events that this thread frees; glibc keeps such memory
-        in per-thread arenas and RSS creeps up with the number of events (measured: +30 MiB
-        over 12,000 events without this, flat with it). Not glibc: nothing to do.
+        in per-thread arenas and RSS creeps up with the number of events (flat with this).
+        Not glibc: nothing to do.
         """
         now = time.monotonic()
         if now - self._last_trim < TRIM_INTERVAL:
@@ -536,7 +536,7 @@ def _tune_malloc() -> None:
     glibc raises the threshold to the size of any mmapped block that is freed (up to 32 MiB),
     after which a batch's big transient blocks (a 10,000-entry dict, a fetched result set)
     land in the heap instead, and the heap's top creeps up with them batch after batch
-    (measured: [heap] 17 -> 35 MiB over 14,000 events; 8.5 -> 14 MiB with this).
+    (far less with this).
     """
     lib = _glibc()
     if lib is not None:

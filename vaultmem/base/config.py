@@ -24,7 +24,7 @@ from vaultmem.base.walk import DEFAULT_VAULT, SKIP_DIRS, TMP_MARK, resolve_vault
 def _template_dir() -> Path:
     """Where the package's templates are: vaultmem/templates/ in a wheel, the project's
     templates/ in an editable install. Found through the import system (find_spec), as
-    importlib.resources would, without its import (tempfile, zipfile: 6 ms of every start)."""
+    importlib.resources would, without its import (tempfile, zipfile: slow for every start)."""
     import importlib.util
 
     spec = importlib.util.find_spec("vaultmem.templates")
@@ -315,7 +315,7 @@ def _layers(vault: Path | None, environ: Mapping[str, str] | None,
 
 def safe_yaml(text: str) -> Any:
     """yaml.safe_load through libyaml's C parser when PyYAML has it (the same constructors and
-    resolvers: the same values): the enrichment templates parse in 2 ms instead of 32."""
+    resolvers: the same values): the enrichment templates parse many times faster."""
     import yaml
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - safe loaders
@@ -328,7 +328,7 @@ PARSED_DIR = "cache"
 def yaml_cached(text: str, kept: Path | None) -> Any:
     """`safe_yaml(text)`, kept as JSON in the file `kept` with the text it came from, so that
     a cold command whose settings or templates did not change reads them without importing
-    PyYAML (its import is 15-30 ms of a 0.25 s save). The kept text must equal `text` exactly;
+    PyYAML (its import is a large share of a cold save). The kept text must equal `text` exactly;
     a value JSON cannot hold as it is (dates, numbers as keys, NaN) is never kept. Writing is
     best-effort: a read-only folder just parses every time. Raises yaml.YAMLError as
     safe_yaml does."""

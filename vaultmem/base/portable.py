@@ -58,7 +58,7 @@ def pool_context() -> Any:
 def spawn_python(code: str, *args: str) -> subprocess.Popen[bytes]:
     """A new interpreter running `code` with `args` in sys.argv[1:]; it inherits no
     descriptors (POSIX) and no handles (Windows), so it holds none of this process's locks."""
-    import subprocess  # here: subprocess and signal are 4 ms of every command's start
+    import subprocess  # here: subprocess and signal would slow every command's start
 
     return subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, close_fds=True)
@@ -105,8 +105,8 @@ class FileLock:
     second FileLock on the same file, in this process or another, waits.
 
     On POSIX it is flock(2) on the file, as filelock's UnixFileLock takes it, written out
-    here: importing filelock 4 costs a cold command 13-15 ms (it pulls in `secrets`, `hmac`
-    and `decimal`), a twentieth of a `vaultmem save`. A forked child closes the descriptors
+    here: importing filelock 4 slows a cold command (it pulls in `secrets`, `hmac` and
+    `decimal`). A forked child closes the descriptors
     of the locks its parent holds (`_forked`), as filelock 4 does: a rebuild's workers and a
     merge child must not keep the vault locked after the parent lets go. On Windows (and with
     `no-fcntl` forced) it is filelock's `FileLock` (msvcrt.locking)."""
@@ -382,9 +382,9 @@ class FoldedNames:
     lowercase, of the same length, so a form is found with `bytes.find` and its spelling read
     at the same offset. The others are decoded into `first` (one spelling of each form, built
     in one pass in C) and `more` (the further spellings of forms several names share); so are
-    names added later. In a fresh process (a cold `vaultmem save`), for 100,000 names, this
-    costs 24-34 ms against 32-50 ms for a dict of every name: what counts there is the new
-    memory touched (a page fault is ~9 us on the development VM), ~10 MB against ~30."""
+    names added later. In a fresh process (a cold `vaultmem save`) of a big folder this is
+    cheaper than a dict of every name: what counts there is the new memory touched (page
+    faults), far less than the dict's."""
 
     __slots__ = ("first", "more", "_names", "_folded")
 
@@ -427,8 +427,8 @@ _LISTINGS: dict[str, tuple[tuple[int, int, int], FoldedNames]] = {}
 
 
 def _folded(folder: Path) -> FoldedNames:
-    """The names in `folder` by their case-folded form. Listing and folding 100,000 names takes
-    ~75 ms in a fresh process (10,000: ~8 ms), and a save asks twice (a free name, then the
+    """The names in `folder` by their case-folded form. Listing and folding a big folder is
+    costly in a fresh process, and a save asks twice (a free name, then the
     exclusive create), so the listing is kept while the folder's (inode, mtime, ctime) stay
     the same: any entry added or removed changes them."""
     stamp = folder_stamp(folder)

@@ -52,10 +52,10 @@ from vaultmem.base.errors import SecretBlocked  # noqa: F401  (raised by check()
 
 
 class _Lazy:
-    """A pattern compiled when first used: the costly ones (0.5-15 ms each to compile; the
-    small ones that loops call per token are compiled at once). Most texts a save checks
+    """A pattern compiled when first used: the costly ones (the small ones that loops call
+    per token are compiled at once). Most texts a save checks
     never reach most rules (each is behind a keyword test, the provider formats behind a run
-    of 20+ token characters), and compiling them all cost 15-22 ms of every cold save."""
+    of 20+ token characters), and compiling them all slowed every cold save."""
 
     __slots__ = ("_args", "_compiled")
 

@@ -42,8 +42,8 @@ def listing_digest(listing: dict[str, tuple[int, int]]) -> tuple[int, int]:
     entry's string hash (SipHash, keyed per process: a digest is compared only within the
     process that made it). Any change to a path or a fingerprint changes its entry's hash, so two
     listings that differ have the same digest with a chance of about 2**-64. (Summing tuple
-    hashes is not enough: two files that swap sizes can leave that sum unchanged.) ~5 ms per
-    10,000 entries; nothing outlives the call."""
+    hashes is not enough: two files that swap sizes can leave that sum unchanged.) Nothing
+    outlives the call."""
     return rows_digest((path, mtime, size) for path, (mtime, size) in listing.items())
 
 
@@ -56,7 +56,7 @@ def rows_digest(rows: Iterable[tuple[str, int, int]]) -> tuple[int, int]:
 def listed(folder: str) -> Iterator[os.DirEntry[str]]:
     """`folder`'s entries (none when it cannot be listed). Where the system can, the folder is
     listed through an open descriptor, so an entry's `stat()` is an fstatat by its name instead
-    of a walk of its full path: a scan of 10,000 notes 41.8 -> 37.2 ms. Windows lists by path."""
+    of a walk of its full path, which makes a scan faster. Windows lists by path."""
     fd = -1
     try:
         if _STAT_AT:

@@ -41,6 +41,6 @@ def main() -> None:
         cli()
     finally:
         # The command is over: the interpreter's exit would walk every object it made looking
-        # for cycles to collect (~20 ms of a 0.2 s search at 10,000 notes). Frozen, none is
+        # for cycles to collect, a noticeable share of a cold search. Frozen, none is
         # walked; files and databases were closed by the command, and the process ends.
         gc.freeze()

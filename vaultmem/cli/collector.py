@@ -2,11 +2,11 @@
 
 Python's collector walks its youngest objects every 700 new ones. A command's objects (the
 modules, functions and classes its imports make, a scan's entries) mostly live until it
-ends: a cold `vaultmem search` of 10,000 notes ran ~70 collections (7-10 ms), none finding
-anything. `for_commands` (called by `vaultmem.cli` before its imports) waits for 50,000 new
-objects instead: no collection in a cold search. Objects without cycles are freed at their
-last reference as ever. The commands that run for hours (`watch`, `mcp`) call
-`long_running`, which puts Python's own thresholds back.
+ends: a cold `vaultmem search` ran dozens of collections, none finding anything.
+`for_commands` (called by `vaultmem.cli` before its imports) waits for 50,000 new objects
+instead: no collection in a cold search. Objects without cycles are freed at their last
+reference as ever. The commands that run for hours (`watch`, `mcp`) call `long_running`,
+which puts Python's own thresholds back.
 """
 
 from __future__ import annotations

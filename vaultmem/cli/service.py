@@ -43,14 +43,14 @@ def render(platform: str, exe: str, vault: str, home: str, user: str) -> str:
         sample = "ExecStart=%h/.local/bin/vaultmem watch --vault %h/Documents/vaultmem"
         line = "ExecStart=" + " ".join(_systemd_arg(a) for a in (exe, "watch", "--vault", vault))
         return template.replace(sample, line)
-    from xml.sax.saxutils import escape  # here: it imports urllib.request, 28 ms of every command's start
+    from xml.sax.saxutils import escape  # here: it imports urllib.request, slow for every command's start
 
     if platform == "macos":
         return (template.replace("<string>/Users/YOU/.local/bin/vaultmem</string>", f"<string>{escape(exe)}</string>")
                 .replace("<string>/Users/YOU/Documents/vaultmem</string>", f"<string>{escape(vault)}</string>")
                 .replace("/Users/YOU/Library/Logs/", escape(home.rstrip("/") + "/Library/Logs/")))
     command = r"C:\Users\YOU\AppData\Local\Programs\Python\Python312\Scripts\vaultmem.exe"
-    import subprocess  # here: subprocess and signal are 4 ms of every command's start
+    import subprocess  # here: subprocess and signal would slow every command's start
 
     arguments = subprocess.list2cmdline(["watch", "--vault", vault])  # how Windows splits a command line
     return (template.replace(f"<Command>{command}</Command>", f"<Command>{escape(exe)}</Command>")

@@ -52,7 +52,7 @@ def decay_factor(age_s: float, settings: Settings) -> float:
 
 def decay_of_age(settings: Settings) -> Callable[[float], float]:
     """`decay_factor` for these settings as a function of the age alone, its constants worked
-    out once (scoring 100,000 memories calls it 100,000 times). The same floats."""
+    out once (scoring a vault calls it once per memory). The same floats."""
     model = settings.decay_model
     if model == "exponential":
         lam = settings.decay_lambda
@@ -60,8 +60,8 @@ def decay_of_age(settings: Settings) -> Callable[[float], float]:
     if model == "two_component":
         fast, slow, weight = settings.tc_lambda_fast, settings.tc_lambda_slow, settings.tc_fast_weight
         return lambda age_s: two_component(age_s, fast, slow, weight)
-    # power_law with its t0 worked out once, written out: calling power_law per memory costs
-    # 25% of a 100,000-memory pass (tests/test_decay.py checks the two agree to the bit)
+    # power_law with its t0 worked out once, written out: calling power_law per memory is a
+    # large share of a pass over a big vault (tests/test_decay.py checks the two agree to the bit)
     alpha, halflife = settings.pl_alpha, settings.pl_halflife_days
     t0 = halflife * DAY / (2 ** (1 / alpha) - 1)
     return lambda age_s: (1 + max(0.0, age_s) / t0) ** -alpha

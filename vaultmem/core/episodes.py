@@ -58,8 +58,8 @@ def pulls(relevance: dict[str, float], rows: Sequence[Neighbours], window_s: flo
 def reachable(sources: Sequence[Ranked], ranked: Sequence[Ranked], reach_s: float) -> list[Ranked]:
     """The sources that can lift a memory found: one of the same origin, less relevant, created
     at another instant at most `reach_s` (span steps of the window) from it. The others'
-    neighbours are not read: they would lift nothing. At 10,000 memories of one origin, a
-    search's 60-100 sources became ~8, and `Index.neighbours` the same ~1 ms less."""
+    neighbours are not read: they would lift nothing, and with many memories of one origin
+    most of a search's sources drop out before `Index.neighbours` reads them."""
     by_origin: dict[tuple[str | None, str | None], list[tuple[float, float]]] = {}
     for rec, _s, rel, _r in ranked:
         if rel and rec.created is not None:

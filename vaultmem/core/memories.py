@@ -187,7 +187,7 @@ class Memories:
         """Installed and allowed to load here: `on`, or `auto` in a long-lived process."""
         setting = self.settings.embeddings
         if setting == "off" or (setting == "auto" and not self.long_lived):
-            return False  # without importing the engine's module (a model install's imports: 5 ms)
+            return False  # without importing the engine's module, slow to import once a model is installed
         from vaultmem.storage import embeddings
 
         return embeddings.enabled(setting)
@@ -238,8 +238,8 @@ class Memories:
     def warm(self) -> None:
         """Open, before anyone asks, what a long-lived process's first search needs: the
         freshness check (and with it the catalog), the full-text searcher and its filter of
-        live memories, and the rest of a search's path (its modules, rows and caches: a
-        server's first search took ~10 ms more without it). Lexical: the embedding model is
+        live memories, and the rest of a search's path (its modules, rows and caches), so
+        a server's first search is as quick as the next. Lexical: the embedding model is
         loaded only when a search asks for it. Reads only; run it on the thread that will
         serve (SQLite connections belong to their thread)."""
         self.search("vaultmem", mode="lexical")  # its freshness check first, as every search's
@@ -312,7 +312,7 @@ class Memories:
             if duplicate is not None:
                 rec, similarity = duplicate
                 # found in the index as it stands, as a new note's name is: no scan of the vault
-                # either way (10,000 notes: 50 ms; 100,000: 0.5 s)
+                # either way (a stat of every note)
                 touched = self._touch(rec)
                 return {
                     "success": True,
@@ -827,7 +827,7 @@ class Memories:
                     continue
                 rec = found
                 if since is not None and (rec.last_used or 0) < since.timestamp():
-                    continue  # a post-filter: a numeric Whoosh field cost a third of indexing time
+                    continue  # a post-filter: a numeric Whoosh field slowed indexing
                 s = score_of(rec)
                 if min_score is not None and s < min_score:
                     continue
@@ -847,7 +847,7 @@ class Memories:
 
         candidates = self._filtered(statuses, tags, since)
         # Notes edited outside vaultmem: embed a few now, the rest on backfill. Checked again
-        # only when the catalog or the vectors changed (hashing 10,000 texts costs ~50 ms).
+        # only when the catalog or the vectors changed (hashing every text is costly).
         filters = (tuple(statuses or ()), tuple(tags), since)
         checked = (self.index.version(), self.index.viewer, self.vectors.stamp(), filters)
         if checked != self._stale_checked:
@@ -1169,7 +1169,7 @@ class Memories:
                 except FileNotFoundError:
                     st = None
                 except OSError as exc:
-                    import logging  # here: its import is 2-3 ms of every cold command's start
+                    import logging  # here: its import would slow every cold command's start
 
                     logging.getLogger("vaultmem.index").warning("cannot read %s: %s; skipped", rel,
                                                                 exc.strerror or exc)
@@ -1268,7 +1268,7 @@ class Memories:
                         now: dt.datetime | None = None) -> list[tuple[str, str, float, int]]:
         """(path, status, score, use_count) of every memory with one of `statuses` (None: any),
         from the catalog's light columns: `decay.score` from the age in seconds, without
-        building records or datetimes (3-5x faster at 100,000; under the actr model, which
+        building records or datetimes (several times faster; under the actr model, which
         reads each note's access history, from full records). Equal to score_of, tested."""
         now = now or self.now()
         where, params = "kind = 'memory'", list(statuses or ())
@@ -1288,8 +1288,8 @@ class Memories:
     def _scan_where(self, where: str) -> str:
         """`where` for a pass over every memory. SQLite reaches the memories through the kind
         index, one table lookup per row: when most notes are memories, one pass over the table
-        is 2.5x faster (100,000 memories: 0.30 -> 0.12 s); a vault of a person's notes with a
-        few memories keeps the index. The count reads the small kind index (6 ms at 100,000).
+        is faster; a vault of a person's notes with a few memories keeps the index. The count
+        reads the small kind index.
         Rows come in either order."""
         total, memories = self.index.db.execute(
             "SELECT count(*), coalesce(sum(kind = 'memory'), 0) FROM notes").fetchone()

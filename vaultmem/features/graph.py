@@ -253,7 +253,7 @@ def _scored_memories(store: Memories, statuses: tuple[str, ...] | None,
 
 def _count_relations(db: Any, statuses: tuple[str, ...] | None) -> int:
     """Links between two memories in the filter: all resolved links minus those touching a
-    note outside it (few, and both lookups use an index; a join per link is 10x slower)."""
+    note outside it (few, and both lookups use an index; a join per link is far slower)."""
     outside = "SELECT path FROM notes WHERE NOT (kind = 'memory'"
     params: list[Any] = list(statuses or ())
     outside += f" AND status IN ({','.join('?' * len(statuses))}))" if statuses else ")"

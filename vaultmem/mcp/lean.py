@@ -4,10 +4,10 @@
 which at its own import loads uvicorn's `Server` for one purpose: to patch uvicorn's exit
 handler so that SSE streams close when uvicorn stops. It skips the patch, by design, when
 uvicorn cannot be imported. `vaultmem mcp` and `vaultmem watch` serve MCP over stdio and
-never run uvicorn. `stdio_only()` makes that one import fail, so uvicorn and the 47 modules it brings
-(about 3 MB of the server's memory and 15-20 ms of its start on a 2-core machine) are never
-loaded. The hook fires once, for sse_starlette only. Any other importer of uvicorn, in this
-process or another, gets it as usual.
+never run uvicorn. `stdio_only()` makes that one import fail, so uvicorn and the modules it
+brings (memory and start-up time the server does not need) are never loaded. The hook fires
+once, for sse_starlette only. Any other importer of uvicorn, in this process or another, gets
+it as usual.
 
 Only the commands call it, never a library import: a program that embeds vaultmem's server
 and also runs sse_starlette under uvicorn keeps the patch.

@@ -105,7 +105,7 @@ _WITHOUT_RICH = _WithoutRich()
 def _sdk_logging_plain() -> Iterator[None]:
     """MCPServer's constructor configures the process's logging with rich's handler whenever
     rich imports (mcp.server.mcpserver.utilities.logging; rich comes with spaCy's typer).
-    vaultmem sets its own (configure_logging), so rich was loaded for nothing: 1.4 MB of a
+    vaultmem sets its own (configure_logging), so rich was loaded for nothing, in the
     server's memory. While this thread builds the server rich reads as not installed, and the
     SDK takes its own fallback (a plain handler, added only if the root logger has none). When
     another thread has loaded rich already, the SDK finds it in sys.modules and uses it."""

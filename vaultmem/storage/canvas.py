@@ -20,7 +20,7 @@ _FILE_VALUE = re.compile(r'"file"\s*:\s*("(?:[^"\\]|\\.)*")')
 def node_id(*parts: str) -> str:
     """The id vaultmem gives a canvas node or edge (`node_id("node", path)`): stable, so an
     exported canvas is recognised as vaultmem's as long as nobody changed it."""
-    import hashlib  # here: OpenSSL's start-up is 3 ms of every command, and only an export needs it
+    import hashlib  # here: OpenSSL's start-up would slow every command, and only an export needs it
 
     return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:16]
 

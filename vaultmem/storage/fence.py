@@ -1,7 +1,7 @@
 """Freshness through a running watcher: a fence instead of stat'ing every note.
 
 A cold command must see every edit finished before it started. Without a watcher it scans
-the vault (a stat per note: 0.5 s at 100,000 notes). With one, it drops a fence file,
+the vault (a stat per note). With one, it drops a fence file,
 `.vaultmem/fences/<nonce>.fence`, and waits for `<nonce>.done`. The watcher receives the
 fence's creation event after every earlier event in the vault (one inotify queue, in order;
 FSEvents and ReadDirectoryChangesW keep order too), applies everything pending at once, with
@@ -52,7 +52,7 @@ def through_watcher(state_dir: Path, wait: float = WAIT) -> bool:
     if not watcher_running(state_dir):
         return False
     folder = fence_dir(state_dir)
-    nonce = f"{os.getpid()}-{os.urandom(6).hex()}"  # os, not secrets: hashlib is 3 ms of a start
+    nonce = f"{os.getpid()}-{os.urandom(6).hex()}"  # os, not secrets: hashlib's import slows a start
     fence, done = folder / (nonce + FENCE_SUFFIX), folder / (nonce + DONE_SUFFIX)
     try:
         folder.mkdir(parents=True, exist_ok=True)

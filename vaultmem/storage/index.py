@@ -55,8 +55,8 @@ NOTE_PREVIEW_CHARS = 4000
 # Searches measured no slower with the smaller one (docs/performance.md).
 LONG_LIVED_CACHE_KIB = 512
 # Ranking rows (`Index.rank_records`) a long-lived process keeps until the catalog changes,
-# the most recently read first to stay (~690 bytes each: ~1.4 MB; at 10,000 memories
-# bench_core's topic pairs found 55-59 % of their candidates there, docs/performance.md).
+# the most recently read first to stay (~1.4 MB at most): the candidates of related searches
+# recur (docs/performance.md).
 RANK_CACHE_ROWS = 2048
 # What ranking reads (Index.rank_records): every column but the text a result shows.
 _RANK_SELECT = ("path, mtime_ns, size, kind, id, status, created, last_used, use_count, strength, memory_type,"
@@ -103,7 +103,7 @@ def read_record(vault: Vault, rel: str, fingerprint: tuple[int, int]) -> Record:
     if fingerprint[1] > vault.settings.max_note_bytes:
         return _too_big(vault, rel, fingerprint)
     try:
-        with open(os.path.join(str(vault.root), rel), "rb") as fh:  # a Path and read_bytes: ~8 us more a note
+        with open(os.path.join(str(vault.root), rel), "rb") as fh:  # not a Path and read_bytes: fewer calls a note
             raw = fh.read()
     except OSError as exc:
         return _malformed(rel, fingerprint, f"cannot read file: {exc.strerror or exc}")
@@ -113,7 +113,7 @@ def read_record(vault: Vault, rel: str, fingerprint: tuple[int, int]) -> Record:
 def read_opened(vault: Vault, rel: str, fd: int | OSError) -> Record:
     """`read_record` of a note a rebuild opened (`Vault.open_ahead`), which it closes: its
     fingerprint from the open descriptor and its bytes by plain reads. A buffered `open()` and
-    `read()` by path cost five more system calls a note (~3 us each on these machines)."""
+    `read()` by path cost five more system calls a note."""
     if isinstance(fd, OSError):
         return _malformed(rel, (0, 0), f"cannot read file: {fd.strerror or fd}")  # (0, 0): read again at a sync
     try:
@@ -224,7 +224,7 @@ def title_terms(rec: Record) -> str:
 
     A memory saved by vaultmem is named `<first words>-<short id>`: those words are already
     in the content, and indexing them again in a short, boosted field makes every note's
-    opening words outrank the rest of its text (measured: -13 recall@5 on LoCoMo). A name a
+    opening words outrank the rest of its text (it lowered recall on LoCoMo). A name a
     person chose (a vault note, a renamed memory) is a real title and is indexed.
     """
     if rec.kind == "memory" and rec.id and rec.title.endswith("-" + rec.id[:8]):
@@ -398,7 +398,7 @@ class Index:
 
         The catalog's listing is kept until any connection writes the catalog; once a scan
         found it unchanged twice (a long-lived process: the MCP server, the watcher), only
-        its digest is kept: at 100,000 notes the listing held 25 MB for a comparison that
+        its digest is kept: in a big vault the listing is large, held for a comparison that
         comes out equal nearly every time. A long-lived process compares digests from its
         first scan on (the catalog's streamed from SQLite) and reads the listing only when they
         differ."""
@@ -487,7 +487,7 @@ class Index:
         building = self.dir.with_name("index.building")
         old = self.dir.with_name("index.old")
         if building.exists() or old.exists():
-            import shutil  # here: only a rebuild's leftovers need it (shutil, bz2, lzma: 2 ms of a start)
+            import shutil  # here: only a rebuild's leftovers need it (shutil pulls in bz2 and lzma)
 
             with self.vault.lock():  # a rebuild in progress holds the lock: these are left over
                 for leftover in (building, old):
@@ -653,7 +653,7 @@ class Index:
 
     def records_cached(self, where: str = "1", params: Sequence[Any] = ()) -> list[Record]:
         """`records`, kept until the catalog changes (a long-lived process's semantic search
-        reads every memory per query: 10,000 records cost ~60 ms to build). Treat as read-only."""
+        reads every memory per query, and building the records is costly). Treat as read-only."""
         key = (self.version(), self.viewer, where, tuple(params))
         if self._records_cache is None or self._records_cache[0] != key:
             self._records_cache = (key, self.records(where, params))
@@ -668,12 +668,12 @@ class Index:
     def rank_records(self, paths: Sequence[str]) -> dict[str, Record]:
         """`by_paths` without what only a shown result needs: title, content, tags, entities and
         context are left empty (a search ranks up to 100 candidates to show 10; reading their
-        text cost a third of it); source is kept, with agent it names a memory's episode. Read
+        text was a large share of it); source is kept, with agent it names a memory's episode. Read
         the shown ones with `by_paths`."""
         if not self.long_lived:
             return self._read_rank_records(paths)
         # A long-lived process keeps them until the catalog changes (any write, by any
-        # process): a search's 100 rows cost 0.5-0.8 ms from SQLite at 10,000 notes, and the
+        # process): reading a search's rows from SQLite is a real share of a search, and the
         # memories a vault's searches find recur. The records are shared: treat as read-only.
         key = (self.version(), self.viewer)
         kept = self._rank_rows
@@ -1115,8 +1115,8 @@ def zone_key(settings: Any) -> str:
 REBUILD_BATCH = 2000  # notes parsed, written and dropped together in a rebuild
 REBUILD_WRITER_MB = 128  # Whoosh's in-memory posting pool before it spills a run to disk
 # A sync that finds at least this many new or changed notes, and this share of the vault,
-# rebuilds instead of updating (10,000 notes, 2 cores: 50 % changed took 4.9 s to update and
-# all of them 6.4-8.0 s, a rebuild 2.1-3.2 s; an update also holds every changed note).
+# rebuilds instead of updating: a rebuild is then faster, and an update also holds every
+# changed note (docs/performance.md).
 BULK_MIN = 2000
 BULK_SHARE = 0.4
 
@@ -1157,9 +1157,8 @@ def _create_views(db: sqlite3.Connection, viewer: str) -> None:
 
 # The catalog's secondary indexes. A rebuild fills its new catalog without them and makes them
 # once the rows are in (`create_indexes`): sorting each once is cheaper than keeping four
-# B-trees in order through 100,000 inserts in random order (the ids), in each process and
-# again in the merge of the workers' rows (50,000 rows: 0.84-1.03 s with them, 0.29-0.42 s
-# without, then 0.16-0.22 s to make them).
+# B-trees in order through inserts in random order (the ids), in each process and again in
+# the merge of the workers' rows.
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS notes_id ON notes(id)",
     "CREATE INDEX IF NOT EXISTS notes_kind_status ON notes(kind, status)",
@@ -1266,8 +1265,8 @@ def _check_syntax(text: str) -> None:
 
 def iso(ts: float | None) -> str | None:
     """`format_time` of a timestamp: second `datetime.fromtimestamp` gives (its microseconds
-    rounded half-even, so .9999996 is the next second), through `time.gmtime` (4x faster: a
-    search formats 20) for years 1970-9999."""
+    rounded half-even, so .9999996 is the next second), through `time.gmtime` (faster, and a
+    search formats every result's times) for years 1970-9999."""
     if ts is None:
         return None
     if 0 <= ts < _YEAR_10000 - 1:  # - 1: its last second may round up into year 10000

@@ -88,7 +88,7 @@ def is_attachment(target: str) -> bool:
 
 def _line_of(state: Any, src: str, pos: int) -> int:
     """Newlines in `src` before `pos`, counted on from the previous link of the same text:
-    linear in the text, not quadratic in its links (200,000 links took 47 s)."""
+    linear in the text, not quadratic in its links."""
     prev_src, prev_pos, prev_n = state.env.get("_vaultmem_nl", (None, 0, 0))
     if prev_src is not src or pos < prev_pos:
         prev_pos, prev_n = 0, 0
@@ -716,7 +716,7 @@ def store_links(db: Any, stale: Sequence[str], records: Sequence[Any], full: boo
                                    f" ({marks})", chunk).fetchall()
     if not todo:  # the common save: a note nothing links to, with no links of its own
         return
-    # Built only now: over every note path, it is most of a one-note commit at 100,000 notes.
+    # Built only now: over every note path, it is most of a one-note commit in a big vault.
     resolver = Resolver([p for (p,) in db.execute("SELECT path FROM main.notes")],
                         db.execute("SELECT path, alias FROM main.aliases").fetchall())
     updates = []
@@ -737,8 +737,8 @@ def pad_params(chunk: Sequence[Any]) -> list[Any]:
     """`chunk` repeated at its end up to a power of two, for an `IN (?, ...)` list.
 
     sqlite3 caches every distinct statement text a connection runs (up to 128), each
-    compiled with ~240 bytes per parameter; one `IN` statement per batch size filled that
-    cache batch after batch in the long-lived watcher (+4 MiB over 20,000 events). Ten
+    compiled with memory for each parameter; one `IN` statement per batch size filled that
+    cache batch after batch, and the long-lived watcher's memory grew with it. Ten
     shapes (1, 2, 4 ... 512) stay cached once; a repeated value changes nothing an IN matches.
     """
     chunk = list(chunk)

@@ -305,8 +305,8 @@ def _top_key(line: str) -> str | None:
 
 # A value that may be written unquoted: it starts with [A-Za-z0-9_\u00c0-\uffff] and goes on with
 # [\w .,/@+()\u00c0-\uffff-]. \u00c0-\uffff is spelt as "not below \u00c0 and not above \uffff":
-# the same characters, compiled in 0.4 ms instead of 9 (a range that wide costs the regex
-# compiler a table of every character in it, a negated one does not).
+# the same characters, compiled far faster (a range that wide costs the regex compiler a
+# table of every character in it, a negated one does not).
 _BEYOND_LATIN1 = r"[^\x00-\xbf\U00010000-\U0010ffff]"
 _PLAIN_SAFE_PATTERN = rf"^(?:[A-Za-z0-9_]|{_BEYOND_LATIN1})(?:[\w .,/@+()-]|{_BEYOND_LATIN1})*$"
 _YAML_SPECIAL = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
@@ -358,7 +358,7 @@ _TEXT_ANYWHERE_PATTERN = r"[A-Za-z]+(?:[ _-][A-Za-z]+)*|[0-9a-fA-F]{8}(?:-[0-9a-
 def _reads_back_as_text(text: str) -> bool:
     """True when YAML reads `text` unquoted as that same string (not a number, date, bool)
     under 1.2 (Obsidian, vaultmem) and 1.1 (older tools): a value is quoted if either differs.
-    The common values are known without asking PyYAML, whose import is 15-30 ms of a cold save."""
+    The common values are known without asking PyYAML, whose import would slow a cold save."""
     if _compiled("text", _TEXT_ANYWHERE_PATTERN).fullmatch(text) and text.lower() not in _YAML_SPECIAL:
         return True
     import yaml
@@ -721,7 +721,7 @@ _SLUG_WORDS = re.compile(r"[^\W_]+").findall
 # further than a space for a final sigma, and a word ends at the space: the opening's words
 # are the whole text's first words. Used only when the opening holds every word the slug may
 # take and no wikilink starts in it (one may end after the cut). A rebuild indexes every
-# memory's title by comparing the file name with this slug: 205 -> ~15 us for 4,000 characters.
+# memory's title by comparing the file name with this slug, so a long text's must be cheap.
 _SLUG_HEAD = 256
 _SLUG_CUT = re.compile(r"[ \t\n\r\f\v](?=[\x00-\x7f])")
 

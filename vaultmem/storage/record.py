@@ -64,7 +64,7 @@ class Record:
         return None if self.last_used is None else dt.datetime.fromtimestamp(self.last_used, UTC)
 
     def row(self) -> tuple[Any, ...]:
-        values = {c: getattr(self, c) for c in COLUMNS}  # dataclasses.asdict deep-copies: 4x slower
+        values = {c: getattr(self, c) for c in COLUMNS}  # not dataclasses.asdict: it deep-copies
         values["tags"] = _to_json(self.tags)
         values["entities"] = _to_json(self.entities)
         try:  # allow_nan=False: SQLite's JSON functions refuse NaN/Infinity (`rating: .inf`)
@@ -90,8 +90,8 @@ class Record:
 assert tuple(f.name for f in dataclasses.fields(Record))[:len(COLUMNS)] == COLUMNS
 
 # Flat properties (text, numbers, booleans) by their catalog JSON: memories repeat a few
-# combinations (vaultmem's own `urgency` and `domain`: 30), and a search reads up to 110 of
-# them (`Index.rank_records`, `by_paths`): json.loads ~2 us each, a copy of a flat dict ~0.2 us.
+# combinations (vaultmem's own `urgency` and `domain`), and a search reads up to 110 of
+# them (`Index.rank_records`, `by_paths`): a copy of a flat dict is far cheaper than json.loads.
 _FLAT_PROPS: dict[str, dict[str, Any]] = {}
 _FLAT_PROPS_MAX = 1024
 _FLAT = (str, int, float, bool, type(None))
@@ -126,7 +126,7 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-# json.dumps given any argument makes a new encoder per call (~1.7 us); a rebuild encodes three
+# json.dumps given any argument makes a new encoder per call; a rebuild encodes three
 # values per note. These are those calls' encoders, made once (the same text).
 _to_json = json.JSONEncoder(ensure_ascii=False).encode
 _props_json = json.JSONEncoder(ensure_ascii=False, default=_json_default, allow_nan=False).encode

@@ -1,10 +1,10 @@
 """Whoosh segment merging in a short-lived child process, so the watcher's memory stays flat.
 
 Every Whoosh commit writes a new segment; by default the committing process also merges
-segments (`MERGE_SMALL`), and merging the big segment of a 10,000-note vault allocates tens of
-MiB of small Python objects (the posting pool). They are freed afterwards, but the survivors
+segments (`MERGE_SMALL`), and merging a big segment allocates a great many small Python
+objects (the posting pool). They are freed afterwards, but the survivors
 scattered among them keep pymalloc's arenas and glibc's heap from shrinking: a long-lived
-watcher's RSS stepped up by ~30 MiB at each big merge and never came back down.
+watcher's RSS stepped up at each big merge and never came back down.
 
 So the watcher commits with `merge=False` (`Index.merge_on_commit`), and when `plan()` says
 the segments need it, a forked child (`start_merge`) merges them under the vault lock and
@@ -46,8 +46,8 @@ def plan(segments: Sequence[Any]) -> list[Any]:
     watcher's commits leave one each) are merged together once there are more than
     MAX_SEGMENTS segments, or once their documents pass GARBAGE_SHARE of the biggest (the
     merged one is then a peer: it is not rewritten with every later commit). So no merge
-    rewrites the big segments because there are several of them: at 100,000 memories
-    that took ~90 s under the vault lock, and a save waiting for the lock gave up after 60 s.
+    rewrites the big segments because there are several of them: in a big vault that held
+    the vault lock longer than a save waits for it.
     When the peers alone are more than MAX_SEGMENTS, all but the biggest are merged.
     """
     if not segments:

@@ -18,8 +18,8 @@ from vaultmem.base.errors import InvalidInput, VaultmemError
 
 # Folders Obsidian, sync clients and vaultmem own; never scanned as notes.
 LOCK_TIMEOUT = 60.0
-# A segment merge (storage/segments.py) holds the lock for as long as it takes (~90 s for
-# 100,000 notes): a writer that meets one waits this long for it, not LOCK_TIMEOUT.
+# A segment merge (storage/segments.py) holds the lock for as long as it takes (long in a
+# big vault): a writer that meets one waits this long for it, not LOCK_TIMEOUT.
 MERGE_WAIT = 600.0
 MERGE_RECORD = "merging.json"  # beside the lock while a merge holds it: its PID and start
 READ_AHEAD = 64  # files a rebuild opens and asks the kernel to read before it gets to them (Vault.open_ahead)
@@ -45,7 +45,7 @@ _CONFIG_TEMPLATE = """\
 
 
 def _secret_gate(old: str | None, new: str) -> None:
-    """secrets.check_added, imported here: compiling its patterns takes 15 ms, which only
+    """secrets.check_added, imported here: compiling its patterns is a cost only
     commands that write should pay."""
     from vaultmem.base import secrets
 
@@ -206,7 +206,7 @@ class Vault:
         opened `window` places before it is handed out and, where the system has
         posix_fadvise, the kernel is asked to start reading it then (WILLNEED), so that a loop
         reading every note (a rebuild) does not wait on a cold disk one file at a time: the
-        reads queue and overlap (20,000 notes out of the page cache: 1.9 s -> 0.7 s). Opened
+        reads queue and overlap. Opened
         once, with O_NONBLOCK (a FIFO never blocks): a rebuild reads by descriptor, and
         neither stats nor opens a note by its path again. Descriptors not handed out are
         closed when the loop stops early."""
@@ -493,7 +493,7 @@ _TEMP_SUFFIXES = (".tmp", "~", ".swp", ".swx", ".bak")
 def _unwritable(folder: Path) -> str | None:
     """Why nothing can be written in `folder` (a read-only file system, no permission), or None.
     A file is made and removed (what `os.access` says is not what a network share or an ACL
-    does); by hand, not with tempfile, whose import is 4 ms of every command's start."""
+    does); by hand, not with tempfile, whose import would slow every command's start."""
     probe = folder / f".probe{TMP_MARK}{os.getpid()}-{os.urandom(6).hex()}"
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -82,8 +82,8 @@ _cjk: re.Pattern[str] | None = None  # compiled on the first text that is not AS
 
 
 def has_cjk(text: str) -> bool:
-    # The class takes 3 ms to compile, a fifth of what a cold command spends on regular
-    # expressions, and most commands meet no text that is not ASCII.
+    # Compiled when first needed: the class is slow to compile, and most commands meet no
+    # text that is not ASCII.
     global _cjk
     if text.isascii():
         return False
@@ -304,7 +304,7 @@ class Text(TEXT):
         positions: dict[str, list[int]] = {}
         pos = -1
         for k, word in enumerate(_WORD.findall(normal)):
-            # word_form, its ASCII branch inlined: a call per word was a fifth of this loop
+            # word_form, its ASCII branch inlined: a call per word cost this loop dearly
             text = (possessive(word) if "'" in word else word).lower() if word.isascii() else word_form(word)
             if text and text not in stops:
                 pos = k if pos < 0 else pos + 1  # numbered from the first word kept, as StopStemFilter does

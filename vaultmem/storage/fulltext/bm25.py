@@ -51,7 +51,7 @@ def query_terms(schema: Any, fields: Sequence[str], words: Sequence[str], stem: 
     """(field, term text, word bit) for every field each word is searched in, and the number
     of distinct words (for coordination); None if a word analyses to several tokens in a
     field (Whoosh builds a compound query for those: left to Whoosh's parser). `cache` keeps
-    each (field, word)'s tokens for the same schema (a long-lived process: 6 µs each)."""
+    each (field, word)'s tokens for the same schema, so a long-lived process analyses each once."""
     terms: list[tuple[str, str, int]] = []
     seen: set[tuple[str, str]] = set()
     bits: dict[str, int] = {}
@@ -116,7 +116,7 @@ def docs_with(searcher: Any, field: str, values: Iterable[str],
 
     With a `cache` (kept across searchers), each segment's doc numbers are read once:
     segments never change, only their deletions do, and those are subtracted afresh. After
-    a one-note commit at 100,000 notes only the new segment is read.
+    a one-note commit only the new segment is read.
     """
     found: set[int] = set()
     dead: set[int] = set()
@@ -185,9 +185,9 @@ DOC_PATHS_LIMIT = 16_384  # paths doc_paths keeps (~2.5 MB); past it the cache s
 
 def doc_paths(searcher: Any, docs: Sequence[int], cache: dict[Any, dict[int, str]]) -> list[str]:
     """The stored `path` of each doc number, remembered per segment across searchers (a
-    segment's documents never change; a long-lived process stops re-reading them: 13 µs
-    each). The cache maps (segment, offset) to {doc in segment: path} and holds at most
-    DOC_PATHS_LIMIT paths, so a server's memory stays bounded at 100,000 notes."""
+    segment's documents never change, so a long-lived process stops re-reading them). The
+    cache maps (segment, offset) to {doc in segment: path} and holds at most
+    DOC_PATHS_LIMIT paths, so a server's memory stays bounded however big the vault."""
     leaves = [(offset, _segment_id(reader), reader) for reader, offset in searcher.reader().leaf_readers()]
     leaves.sort(key=lambda leaf: leaf[0])
     starts = [offset for offset, _s, _r in leaves]
@@ -213,10 +213,10 @@ class PostingsCache:
     """Each segment's posting lists of recently searched terms, decoded: (doc ids in the
     segment, weights) as compact arrays. A segment never changes (its deletions are filtered
     by the caller's doc set), so an entry stays true until the segment is merged away
-    (`prune`). Whoosh reads a list through its term table and ~11 small reads of the
-    compound file, ~25 µs a list; a plain query of two words reads ~20 (five fields, two
-    segments). At most POSTINGS_LIMIT postings, oldest terms dropped first; a list longer
-    than an eighth of that (a word in most notes of a big vault) is read every time."""
+    (`prune`). Whoosh reads a list through its term table and several small reads of the
+    compound file, and a plain query reads one list per field, word and segment. At most
+    POSTINGS_LIMIT postings, oldest terms dropped first; a list longer than an eighth of
+    that (a word in most notes of a big vault) is read every time."""
 
     __slots__ = ("entries", "size", "limit")
 
@@ -268,7 +268,7 @@ class Lexicon:
     """One index generation as BM25F over the postings reads it: the reader, each term's idf
     and each field's average length, computed as `whoosh.scoring.BM25F` and
     `whoosh.searching.Searcher` compute them. Plain queries need nothing more, so
-    `whoosh.searching` (queries, highlighting, spelling: 12 ms to import) is imported only
+    `whoosh.searching` (queries, highlighting, spelling: slow to import) is imported only
     when a query with syntax asks for Whoosh's own searcher (`searcher`), built over the same
     reader."""
 
@@ -334,9 +334,8 @@ def _norms(reader: Any, field: str, avgfl: float, b: float, k1: float,
 
 
 def smallest(items: list[Any], n: int) -> list[Any]:
-    """`sorted(items)[:n]`, `items` reordered in place: one sort in C for up to 8n items (a
-    two-word search at 10,000 memories scores ~500 for the best 100: half heapq.nsmallest's
-    time), heapq.nsmallest beyond, where its Python loop over the rest costs less than sorting."""
+    """`sorted(items)[:n]`, `items` reordered in place: one sort in C for up to 8n items
+    (quicker there than heapq.nsmallest), heapq.nsmallest beyond, where its Python loop over the rest costs less than sorting."""
     if len(items) > 8 * n:
         return heapq.nsmallest(n, items)
     items.sort()

@@ -104,9 +104,8 @@ def update(ix: Any, removed: Iterable[str], documents: Sequence[Mapping[str, Any
 
     writer = ix.writer(limitmb=128)
     try:
-        # Whoosh's delete_by_term finds the documents through a Searcher (whoosh.searching: 12 ms
-        # to import, a third of a cold save's indexing); the path's postings in the writer's
-        # reader are the same documents.
+        # Whoosh's delete_by_term finds the documents through a Searcher (whoosh.searching is slow
+        # to import for a cold save); the path's postings in the writer's reader are the same documents.
         reader = writer.reader()
         try:
             for path in [*removed, *(doc["path"] for doc in documents)]:

@@ -351,7 +351,7 @@ _PASSWORD_HASH = _lazy(
     r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{11,}\$[A-Za-z0-9+/]{16,})"
     r"|\{SSHA?\}[A-Za-z0-9+/]{27,}={0,2}")
 # A wallet key is 64 hex digits (0x optional), as a transaction or block hash is: it counts as a
-# key only when the words before it on its line call it one and none calls it a hash.
+# key only when the words just before it call it one and none calls it a hash.
 _HEX64 = re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z])")
 _KEY_WORDS = _lazy(r"(?i)private[ _-]?key|privkey|secret[ _-]?key|signing[ _-]?key|wallet|metamask|keystore"
                    r"|\bkey\b|\bexport(?:ed)?\b")
@@ -453,6 +453,9 @@ _DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
 _PUBLIC_KEY = re.compile(
     r"\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
     r"\s+AAAA[A-Za-z0-9+/]+={0,3}")
+# public keys and certificates in PEM, meant to be shared
+_PUBLIC_PEM = _lazy(r"-----BEGIN (?:(?:RSA|EC|DSA|SSH2|PGP) )?(?:PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?)-----"
+                    r".*?(?:-----END [A-Z0-9 ]+-----|\Z)", re.S)
 _TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
 _URL = re.compile(r"(?i)\b(?:https?|ftp|wss?)://\S+")
 _LOWER, _UPPER = re.compile(r"[a-z]"), re.compile(r"[A-Z]")
@@ -626,8 +629,7 @@ def _credential_files(text: str, lower: str, long_runs: list[tuple[int, int]]) -
             return Finding("password_hash", hashed.start(), hashed.end())
     for span in long_runs:
         for m in _HEX64.finditer(text, *span):
-            line_start = text.rfind("\n", 0, m.start()) + 1
-            before = text[max(line_start, m.start() - 80):m.start()]
+            before = text[max(0, m.start() - 80):m.start()]
             if _KEY_WORDS.search(before) and not _HASH_WORDS.search(before):
                 return Finding("crypto_private_key", m.start(), m.end())
     if "AC" in text:
@@ -715,9 +717,9 @@ _BIP39: dict[str, int] = {}
 
 def _bip39() -> dict[str, int]:
     if not _BIP39:
-        from importlib.resources import files
+        from pathlib import Path
 
-        words = files("vaultmem.base").joinpath("bip39_english.txt").read_text(encoding="utf-8").split()
+        words = Path(__file__).with_name("bip39_english.txt").read_text(encoding="utf-8").split()
         _BIP39.update((word, i) for i, word in enumerate(words))
     return _BIP39
 
@@ -738,7 +740,8 @@ def _word_run(text: str) -> bool:
     shape of a seed phrase, checked with str methods before any pattern runs."""
     run = 0
     for token in text.replace(",", " ").replace(";", " ").split():
-        if 3 <= len(token) <= 8 and token.isalpha() and token.isascii():
+        word = token.strip(".!?\"'()[]")
+        if 3 <= len(word) <= 8 and word.isalpha() and word.isascii():
             run += 1
             if run == 12:
                 return True
@@ -910,7 +913,8 @@ def _joined_to_text(pos: int, offsets: list[int], pieces: list[tuple[int, int]])
 # Rules 6 and 7.
 
 def _public_spans(text: str) -> list[tuple[int, int]]:
-    return [(u.start(), u.end()) for pattern in (_URL, _DATA_URI, _PUBLIC_KEY) for u in pattern.finditer(text)]
+    return [(u.start(), u.end()) for pattern in (_URL, _DATA_URI, _PUBLIC_KEY, _PUBLIC_PEM)
+            for u in pattern.finditer(text)]
 
 
 def _encoded(text: str, depth: int = 0) -> Finding | None:
@@ -994,15 +998,15 @@ _VOWEL = re.compile(r"[aeiouyAEIOUY]")
 def _identifier(token: str) -> bool:
     """Words run together (AbstractSingletonProxyFactoryBean2Impl, feature/ABC-1234-fixTheLogin,
     ~/Documents/Vault2024/PersonalKnowledgeBaseV3): long segments, most of them word-like (3+
-    letters with a vowel, or a number of up to 4 digits). Random base64 breaks into short
+    letters with a vowel, or a number). Random base64 breaks into short
     segments at every change of case, and its lowercase runs are rarely pronounceable."""
     segments = _SEGMENT.findall(token)
     total = sum(len(seg) for seg in segments)
     if not segments or total / len(segments) < 3.5:
         return False
     wordy = sum(len(seg) for seg in segments
-                if (len(seg) <= 4 if seg.isdigit() else len(seg) >= 3 and not seg.isupper() and _VOWEL.search(seg)))
-    return wordy >= 0.7 * total
+                if seg.isdigit() or (len(seg) >= 3 and not seg.isupper() and _VOWEL.search(seg)))
+    return wordy >= 0.8 * total
 
 
 # a digest named as one: SRI and npm `sha512-…`, go.sum `h1:…`, `SHA256:…` fingerprints,

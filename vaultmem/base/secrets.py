@@ -1,11 +1,11 @@
 """The secret filter: real credential formats, not a keyword list.
 
 `find_secret(text)` returns the first credential-looking span as a `Finding` (kind, start,
-end) or None; `check(text)` raises SecretBlocked with the kind. The text is first normalised
-(a copy for matching; spans are mapped back to `text`): zero-width and other invisible format
-characters (U+200B-U+200F, U+2060-U+206F, U+FEFF, soft hyphen, variation selectors, tag
-characters) are removed, unusual spaces become a space and full-width ASCII becomes ASCII.
-Then, in this order:
+end) or None; `check(text)` raises SecretBlocked with the kind; `check_added(old, new)` is the
+gate of every file write (see its docstring). The text is first normalised (a copy for
+matching; spans are mapped back to `text`): zero-width and other invisible format characters
+(U+200B-U+200F, U+2060-U+206F, U+FEFF, soft hyphen, variation selectors, tag characters) are
+removed, unusual spaces become a space and full-width ASCII becomes ASCII. Then, in this order:
 
 1. provider formats (`_RULES`): the token formats of gitleaks' default rule set and a few more
    (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Hugging Face, npm, Twilio,
@@ -17,24 +17,35 @@ Then, in this order:
 3. passwords on a command line (`curl -u user:pass`, `mysql -pPASS`, `--password=PASS`,
    `sshpass -p PASS`, `docker login -p`, `openssl ... pass:PASS`, ...), HTTP Basic and
    Bearer credentials, secrets in a URL query;
-4. assignments: a name ending in password/secret/token/api key... followed by `=`/`:`
-   (or, for passwords, `is`) and a literal value. `=` in code accepts any literal value;
-   `:` and `is` in prose only a password-like one (a digit, symbol or inner capital, and
-   6+ characters), so "the password is stored in Vault" passes; and a provider's name
-   (gitleaks' keyword rules: datadog, cloudflare, twilio, ...) assigned a random-looking
-   value of 16+ characters;
-5. a provider key split by single spaces or line breaks: pieces that are not plain words
+4. credential files and wallets: a `.netrc` login with its password, a `.pgpass` line
+   (`host:port:db:user:password`), htpasswd, shadow, bcrypt and argon2 hashes, 64 hex digits
+   that the words before them call a key or a wallet export (not a transaction or block
+   hash), a Twilio account SID with a 32-hex auth token near it;
+5. assignments: a name ending in password/secret/token/api key... (optionally qualified:
+   "the passphrase for the backup disk") followed by `=`/`:` (or, for passwords, `is`) and a
+   literal value. `=` in code accepts any literal value; `:` and `is` in prose only a
+   password-like one (a digit, symbol or inner capital, and 6+ characters), so "the password
+   is stored in Vault" passes; and a provider's name (gitleaks' keyword rules: datadog,
+   cloudflare, twilio, ...) assigned a random-looking value of 16+ characters;
+6. BIP39 seed phrases: 12-24 words of the BIP39 English list in a row, whose checksum holds
+   or that the text calls a seed, mnemonic or wallet;
+7. a provider key split by single spaces or line breaks: pieces that are not plain words
    are joined with their neighbours and the provider rules run on the joined form, which
    must match across the break;
-6. base64 (or base64url) that decodes to text holding any of 1-4 (a data: URI excepted);
-7. high-entropy tokens: 32+ characters of base64/base64url with upper, lower and digits
-   and Shannon entropy >= 4.3 bits per character (hex digests and UUIDs stay below it).
+8. base64 (or base64url) and hex (`xxd -p`) that decode to text holding any of 1-6 (a data:
+   URI excepted);
+9. high-entropy tokens: 32+ characters of base64/base64url with upper, lower and digits
+   and Shannon entropy >= 4.3 bits per character (hex digests and UUIDs stay below it),
+   unless the token is words run together (a path, a branch, a CamelCase class: long
+   segments, mostly pronounceable), a digest named as one (`sha512-…`, go.sum `h1:…`,
+   `SHA256:…`, "checksum: …"), an IPFS CID or base64 of a file (PNG, JPEG, PDF, fonts, ...,
+   known by its first bytes).
 
 Placeholders (`<password>`, `${DB_PASS}`, `****`, `xxxx`, `os.environ[...]`) are not
 secrets; neither are long identifiers, paths, URLs without a password, hashes, UUIDs, data:
-URIs and SSH public keys. Talk about secrets ("I use 1Password as my password manager",
-"rotate the API key every 90 days") has no value in a credential format, so it passes. The
-matched text is never put in a message, a log line or an exception: only the kind.
+URIs, public keys and certificates. Talk about secrets ("I use 1Password as my password
+manager", "rotate the API key every 90 days") has no value in a credential format, so it
+passes. The matched text is never put in a message, a log line or an exception: only the kind.
 """
 
 from __future__ import annotations
@@ -547,7 +558,7 @@ def _provider(text: str, pos: int = 0, endpos: int | None = None) -> Finding | N
 
 
 def _find(text: str, *, decoded: bool = False) -> Finding | None:
-    """Rules 1-4 of the module's docstring."""
+    """Rules 1-6 of the module's docstring."""
     long_runs = []  # where a 64-hex wallet key can be
     for run in _RUN.finditer(text):
         found = _provider(text, run.start(), run.end())
@@ -706,8 +717,8 @@ def _provider_value(name: str, value: str) -> bool:
 # BIP39 seed phrases: 12, 15, 18, 21 or 24 words of the BIP39 English list (bip39_english.txt,
 # shipped with the package), in order, separated by spaces, commas or line breaks, optionally
 # numbered ("1. abandon 2. ability"). Ordinary prose rarely runs 12 list words in a row ("the",
-# "a", "is", "of" are not on it); such a run is a seed phrase when its checksum holds (the last
-# word's low bits: a random run passes 1 time in 16 to 256) or the text calls it a seed.
+# "a", "is", "of" are not on it); such a run is a seed phrase when its checksum holds (the low
+# bits of the last word, which random words rarely match) or the text calls it a seed.
 
 _WORD_RUN = _lazy(r"(?<![\w'-])[A-Za-z]{3,8}(?![\w'-])(?:[\s,;]+(?:\d{1,2}[.):]?\s+)?[A-Za-z]{3,8}(?![\w'-])){11,}")
 _WORD = re.compile(r"[A-Za-z]+")
@@ -785,7 +796,7 @@ def _seed_in(listed: list[re.Match[str]], words: dict[str, int], named: bool) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# Rule 5: a provider key split by single spaces or line breaks.
+# Rule 7: a provider key split by single spaces or line breaks.
 
 _NOT_PLAIN = re.compile(r"(?<!\S)[^\s]*?(?:[0-9_+/=~@|%]|[a-z][A-Z]|[A-Z]{2})\S*")
 _LEAD = "'\"`([{<"
@@ -851,7 +862,7 @@ def _plain(piece: str) -> bool:
 
 
 def _split(text: str) -> Finding | None:
-    """Rule 5: pieces that are not plain words, with at most one plain word on either side,
+    """Rule 7: pieces that are not plain words, with at most one plain word on either side,
     joined across single gaps; a provider rule must match across a gap."""
     seen = -1
     for m in _NOT_PLAIN.finditer(text):
@@ -910,7 +921,7 @@ def _joined_to_text(pos: int, offsets: list[int], pieces: list[tuple[int, int]])
 
 
 # ---------------------------------------------------------------------------------------------
-# Rules 6 and 7.
+# Rules 8 and 9.
 
 def _public_spans(text: str) -> list[tuple[int, int]]:
     return [(u.start(), u.end()) for pattern in (_URL, _DATA_URI, _PUBLIC_KEY, _PUBLIC_PEM)
@@ -918,11 +929,12 @@ def _public_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _encoded(text: str, depth: int = 0) -> Finding | None:
-    """Rule 6: base64 or base64url that decodes to text holding a credential."""
+    """Rule 8: base64, base64url or hex that decodes to text holding a credential."""
     spans: list[tuple[int, int]] | None = None
+    hex_end = 0  # the end of the last hex block decoded (its lines are not decoded again)
     for run in _RUN.finditer(text):
-        if run.end() - run.start() >= 40 and _HEX_TEXT.fullmatch(text, run.start(), run.end()):
-            found = _hex_encoded(text, run.start())
+        if run.start() >= hex_end and run.end() - run.start() >= 40 and _HEX_TEXT.fullmatch(text, run.start(), run.end()):
+            found, hex_end = _hex_encoded(text, run.start())
             if found is not None:
                 return found
         for m in _BASE64.finditer(text, run.start(), run.end()):
@@ -944,19 +956,19 @@ _HEX_TEXT = re.compile(r"(?:[0-9a-fA-F]{2})+")
 _HEX_LINES = re.compile(r"(?:[0-9a-fA-F]{2})+(?:\r?\n(?:[0-9a-fA-F]{2})+)*")
 
 
-def _hex_encoded(text: str, start: int) -> Finding | None:
-    """Hex (xxd -p, a hex dump of a key file) that decodes to text holding a credential."""
+def _hex_encoded(text: str, start: int) -> tuple[Finding | None, int]:
+    """Hex (xxd -p, a hex dump of a key file) that decodes to text holding a credential, and
+    where the hex block ends."""
     m = _HEX_LINES.match(text, start)
     if m is None:
-        return None
+        return None, start
     try:
         inner = bytes.fromhex(re.sub(r"\s", "", m.group())).decode("utf-8")
     except ValueError:
-        return None
-    if inner.isprintable() or all(c.isprintable() or c in "\n\r\t" for c in inner):
-        if _find(inner) is not None:
-            return Finding("encoded_secret", m.start(), m.end())
-    return None
+        return None, m.end()
+    if (inner.isprintable() or all(c.isprintable() or c in "\n\r\t" for c in inner)) and _find(inner) is not None:
+        return Finding("encoded_secret", m.start(), m.end()), m.end()
+    return None, m.end()
 
 
 def _decode(token: str) -> str | None:
@@ -973,7 +985,8 @@ def _decode(token: str) -> str | None:
 
 
 def _entropy(text: str) -> Finding | None:
-    """Rule 7: a high-entropy token that is not part of a URL, a data: URI or a public key."""
+    """Rule 9: a high-entropy token that is not part of a URL, a data: URI or a public key, nor
+    words run together, a named digest, a content id or a file's base64."""
     public: list[tuple[int, int]] | None = None
     for run in _RUN.finditer(text):
         if run.end() - run.start() < 32:

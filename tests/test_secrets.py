@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import FIXTURES, invoke
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vaultmem.base.secrets import KINDS, SecretBlocked, check, check_added, find_secret
@@ -89,6 +89,10 @@ def test_the_bip39_list_is_the_published_one():
     data = files("vaultmem.base").joinpath("bip39_english.txt").read_bytes()
     assert hashlib.sha256(data).hexdigest() == "2f5eed53a4727b4bf8880d8f3f199efc90e58503646d9ff8eff3a2ed3b24dbda"
     assert len(data.split()) == 2048
+    # BIP39's first English test vectors, through the helper the property test below uses
+    assert _mnemonic(bytes(16)) == " ".join(["abandon"] * 11 + ["about"])
+    assert _mnemonic(bytes.fromhex("7f" * 16)) == (
+        "legal winner thank year wave sausage worth useful legal winner thank yellow")
 
 
 def test_twelve_list_words_are_a_seed_only_with_a_checksum_or_named_as_one():
@@ -344,3 +348,29 @@ def test_a_store_write_completing_a_key_in_a_saved_memory_is_refused(store):
     with pytest.raises(SecretBlocked):
         store.vault.write_text(path, before + f"{second}\n")
     assert path.read_text(encoding="utf-8") == before
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=st.sampled_from(KEYS), cut=st.integers(1, 40), before=st.sampled_from(["", "deploy key ", "token: "]))
+def test_a_key_completed_by_a_second_write_is_refused_wherever_it_is_cut(key, cut, before):
+    cut = min(cut, len(key) - 1)
+    old = f"---\nid: 1\n---\nNotes from the deploy.\n{before}{key[:cut]}\n"
+    assume(find_secret(old) is None)  # else the first half alone already looks like a credential
+    with pytest.raises(SecretBlocked):
+        check_added(old, old + key[cut:] + "\n")
+
+
+def _mnemonic(entropy: bytes) -> str:
+    """BIP39: entropy, then the first len/32 bits of its SHA-256, read as 11-bit word indices."""
+    words = files("vaultmem.base").joinpath("bip39_english.txt").read_text(encoding="utf-8").split()
+    bits = "".join(f"{b:08b}" for b in entropy)
+    bits += "".join(f"{b:08b}" for b in hashlib.sha256(entropy).digest())[:len(entropy) * 8 // 32]
+    return " ".join(words[int(bits[i:i + 11], 2)] for i in range(0, len(bits), 11))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([16, 20, 24, 28, 32]).flatmap(lambda n: st.binary(min_size=n, max_size=n)),
+       st.sampled_from(["{}", "seed: {}", "Recovery phrase for the Ledger:\n{}\nkeep offline"]))
+def test_every_bip39_phrase_is_blocked(entropy, frame):
+    found = find_secret(frame.format(_mnemonic(entropy)))
+    assert found is not None and found.kind == "seed_phrase"

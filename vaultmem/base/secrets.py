@@ -360,7 +360,7 @@ _PASSWORD_HASH = _lazy(
     r"|\$[56]\$(?:rounds=\d+\$)?[./0-9A-Za-z]{1,16}\$[./0-9A-Za-z]{43,86}"
     r"|\$y\$[./A-Za-z0-9]+\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{43}"
     r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{11,}\$[A-Za-z0-9+/]{16,})"
-    r"|\{SSHA?\}[A-Za-z0-9+/]{27,}={0,2}")
+    r"|\{S?SHA(?:256|512)?\}[A-Za-z0-9+/]{27,}={0,2}")
 # A wallet key is 64 hex digits (0x optional), as a transaction or block hash is: it counts as a
 # key only when the words just before it call it one and none calls it a hash.
 _HEX64 = re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z])")
@@ -634,7 +634,7 @@ def _credential_files(text: str, lower: str, long_runs: list[tuple[int, int]]) -
             if (_password_like(value) and not _is_placeholder(value) and not _HEX_COLONS.fullmatch(m.group())
                     and (m.group("user") == "*" or re.search(r"[A-Za-z]", m.group("user")))):
                 return Finding("pgpass_password", m.start(), m.end())
-    if "$" in text or "{ssh" in lower:
+    if "$" in text or "sha" in lower:
         hashed = _PASSWORD_HASH.search(text)
         if hashed:
             return Finding("password_hash", hashed.start(), hashed.end())
@@ -645,7 +645,8 @@ def _credential_files(text: str, lower: str, long_runs: list[tuple[int, int]]) -
                 return Finding("crypto_private_key", m.start(), m.end())
     if "AC" in text:
         for sid in _TWILIO_SID.finditer(text):
-            for token in _HEX32.finditer(text, max(0, sid.start() - 300), sid.end() + 300):
+            token = _HEX32.search(text, max(0, sid.start() - 300), sid.end() + 300)
+            if token:
                 return Finding("twilio_auth_token", min(sid.start(), token.start()), max(sid.end(), token.end()))
     return None
 
@@ -1011,8 +1012,8 @@ _VOWEL = re.compile(r"[aeiouyAEIOUY]")
 def _identifier(token: str) -> bool:
     """Words run together (AbstractSingletonProxyFactoryBean2Impl, feature/ABC-1234-fixTheLogin,
     ~/Documents/Vault2024/PersonalKnowledgeBaseV3): long segments, most of them word-like (3+
-    letters with a vowel, or a number). Random base64 breaks into short
-    segments at every change of case, and its lowercase runs are rarely pronounceable."""
+    letters with a vowel, or a number). Random base64 breaks into short segments at every
+    change of case, and its lowercase runs are rarely pronounceable."""
     segments = _SEGMENT.findall(token)
     total = sum(len(seg) for seg in segments)
     if not segments or total / len(segments) < 3.5:

@@ -634,7 +634,7 @@ def _credential_files(text: str, lower: str, long_runs: list[tuple[int, int]]) -
             if (_password_like(value) and not _is_placeholder(value) and not _HEX_COLONS.fullmatch(m.group())
                     and (m.group("user") == "*" or re.search(r"[A-Za-z]", m.group("user")))):
                 return Finding("pgpass_password", m.start(), m.end())
-    if "$" in text or "sha" in lower:
+    if "$" in text or "{s" in lower:
         hashed = _PASSWORD_HASH.search(text)
         if hashed:
             return Finding("password_hash", hashed.start(), hashed.end())

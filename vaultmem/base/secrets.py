@@ -1025,7 +1025,7 @@ def _identifier(token: str) -> bool:
 
 # a digest named as one: SRI and npm `sha512-…`, go.sum `h1:…`, `SHA256:…` fingerprints,
 # "checksum: …", "the sha256 of the tarball is …"
-_HASH_PREFIX = re.compile(r"(?i)(?:sha-?(?:1|224|256|384|512)|sha3-\d+|md5|blake2[bs]?|blake3|b3|h1)[-:_]")
+_HASH_PREFIX = _lazy(r"(?i)(?:sha-?(?:1|224|256|384|512)|sha3-\d+|md5|blake2[bs]?|blake3|b3|h1)[-:_]")
 _HASH_LABEL = _lazy(
     r"(?i)\b(?:sha-?(?:1|224|256|384|512)|sha3-\d+|md5|blake2[bs]?|blake3|b3|h1|integrity|checksum|digest|hash"
     r"|fingerprint|etag|cid|ipfs|ipns)(?:[ \t]+(?:sum|value|of|for)\b[^\n]{0,40}?)?[ \t]*(?:is|was|[:=]|-)?[ \t]*[\"'`(]?$")

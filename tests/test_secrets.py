@@ -3,6 +3,7 @@ ordinary identifiers pass, a key completed across two writes is refused."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from importlib.resources import files
 from pathlib import Path
@@ -270,18 +271,16 @@ branch = st.tuples(st.sampled_from(["feature", "bugfix", "hotfix", "release", "s
 version = st.tuples(st.integers(0, 99), st.integers(0, 99), st.integers(0, 999),
                     st.sampled_from(["alpha", "beta", "rc", "dev"]), st.integers(0, 99),
                     st.integers(20200101, 20301231)).map(lambda t: f"v{t[0]}.{t[1]}.{t[2]}-{t[3]}.{t[4]}+build.{t[5]}")
-digest = st.tuples(st.sampled_from(["sha1", "sha256", "sha384", "sha512", "md5"]), st.binary(min_size=8, max_size=8),
-                   st.booleans())
+digest = st.tuples(st.sampled_from(["sha1", "sha256", "sha384", "sha512", "md5"]), st.binary(min_size=8, max_size=8))
 labelled_hash = st.tuples(
     st.sampled_from(["{algo} checksum: {hex}", "checksum {hex}", "the {algo} of the tarball is {hex}", "digest: {hex}",
                      "integrity: {algo}-{b64}", "go.sum h1:{b64}", "SHA256:{b64}", "{algo} {hex}", "ETag: {b64}"]),
     digest).map(lambda t: _labelled(*t))
 
 
-def _labelled(template: str, d: tuple[str, bytes, bool]) -> str:
-    import base64
-
-    algo, seed, _ = d
+def _labelled(template: str, d: tuple[str, bytes]) -> str:
+    """A digest of random bytes, written as people paste one: named by its algorithm or as a checksum."""
+    algo, seed = d
     raw = hashlib.new(algo, seed).digest()
     return template.format(hex=raw.hex(), algo=algo, b64=base64.b64encode(raw).decode())
 

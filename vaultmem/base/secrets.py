@@ -1,11 +1,11 @@
 """The secret filter: real credential formats, not a keyword list.
 
 `find_secret(text)` returns the first credential-looking span as a `Finding` (kind, start,
-end) or None; `check(text)` raises SecretBlocked with the kind. The text is first normalised
-(a copy for matching; spans are mapped back to `text`): zero-width and other invisible format
-characters (U+200B-U+200F, U+2060-U+206F, U+FEFF, soft hyphen, variation selectors, tag
-characters) are removed, unusual spaces become a space and full-width ASCII becomes ASCII.
-Then, in this order:
+end) or None; `check(text)` raises SecretBlocked with the kind; `check_added(old, new)` is the
+gate of every file write (see its docstring). The text is first normalised (a copy for
+matching; spans are mapped back to `text`): zero-width and other invisible format characters
+(U+200B-U+200F, U+2060-U+206F, U+FEFF, soft hyphen, variation selectors, tag characters) are
+removed, unusual spaces become a space and full-width ASCII becomes ASCII. Then, in this order:
 
 1. provider formats (`_RULES`): the token formats of gitleaks' default rule set and a few more
    (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Hugging Face, npm, Twilio,
@@ -17,24 +17,35 @@ Then, in this order:
 3. passwords on a command line (`curl -u user:pass`, `mysql -pPASS`, `--password=PASS`,
    `sshpass -p PASS`, `docker login -p`, `openssl ... pass:PASS`, ...), HTTP Basic and
    Bearer credentials, secrets in a URL query;
-4. assignments: a name ending in password/secret/token/api key... followed by `=`/`:`
-   (or, for passwords, `is`) and a literal value. `=` in code accepts any literal value;
-   `:` and `is` in prose only a password-like one (a digit, symbol or inner capital, and
-   6+ characters), so "the password is stored in Vault" passes; and a provider's name
-   (gitleaks' keyword rules: datadog, cloudflare, twilio, ...) assigned a random-looking
-   value of 16+ characters;
-5. a provider key split by single spaces or line breaks: pieces that are not plain words
+4. credential files and wallets: a `.netrc` login with its password, a `.pgpass` line
+   (`host:port:db:user:password`), htpasswd, shadow, bcrypt and argon2 hashes, 64 hex digits
+   that the words before them call a key or a wallet export (not a transaction or block
+   hash), a Twilio account SID with a 32-hex auth token near it;
+5. assignments: a name ending in password/secret/token/api key... (optionally qualified:
+   "the passphrase for the backup disk") followed by `=`/`:` (or, for passwords, `is`) and a
+   literal value. `=` in code accepts any literal value; `:` and `is` in prose only a
+   password-like one (a digit, symbol or inner capital, and 6+ characters), so "the password
+   is stored in Vault" passes; and a provider's name (gitleaks' keyword rules: datadog,
+   cloudflare, twilio, ...) assigned a random-looking value of 16+ characters;
+6. BIP39 seed phrases: 12-24 words of the BIP39 English list in a row, whose checksum holds
+   or that the text calls a seed, mnemonic or wallet;
+7. a provider key split by single spaces or line breaks: pieces that are not plain words
    are joined with their neighbours and the provider rules run on the joined form, which
    must match across the break;
-6. base64 (or base64url) that decodes to text holding any of 1-4 (a data: URI excepted);
-7. high-entropy tokens: 32+ characters of base64/base64url with upper, lower and digits
-   and Shannon entropy >= 4.3 bits per character (hex digests and UUIDs stay below it).
+8. base64 (or base64url) and hex (`xxd -p`) that decode to text holding any of 1-6 (a data:
+   URI excepted);
+9. high-entropy tokens: 32+ characters of base64/base64url with upper, lower and digits
+   and Shannon entropy >= 4.3 bits per character (hex digests and UUIDs stay below it),
+   unless the token is words run together (a path, a branch, a CamelCase class: long
+   segments, mostly pronounceable), a digest named as one (`sha512-…`, go.sum `h1:…`,
+   `SHA256:…`, "checksum: …"), an IPFS CID or base64 of a file (PNG, JPEG, PDF, fonts, ...,
+   known by its first bytes).
 
 Placeholders (`<password>`, `${DB_PASS}`, `****`, `xxxx`, `os.environ[...]`) are not
 secrets; neither are long identifiers, paths, URLs without a password, hashes, UUIDs, data:
-URIs and SSH public keys. Talk about secrets ("I use 1Password as my password manager",
-"rotate the API key every 90 days") has no value in a credential format, so it passes. The
-matched text is never put in a message, a log line or an exception: only the kind.
+URIs, public keys and certificates. Talk about secrets ("I use 1Password as my password
+manager", "rotate the API key every 90 days") has no value in a credential format, so it
+passes. The matched text is never put in a message, a log line or an exception: only the kind.
 """
 
 from __future__ import annotations
@@ -162,6 +173,12 @@ KINDS = {
     "yandex_key": "a Yandex Cloud key or token",
     # shapes that are not one provider's format
     "kubernetes_secret": "a Kubernetes Secret with data",
+    "netrc_password": "a .netrc login with its password",
+    "pgpass_password": "a .pgpass line with its password",
+    "password_hash": "a password hash (htpasswd, /etc/shadow, bcrypt, argon2)",
+    "crypto_private_key": "a cryptocurrency wallet's private key",
+    "seed_phrase": "a BIP39 wallet seed phrase",
+    "twilio_auth_token": "a Twilio account SID with its auth token",
     "connection_string": "a connection string with a password",
     "command_password": "a password on a command line",
     "basic_auth": "HTTP Basic credentials",
@@ -330,6 +347,31 @@ _K8S_KIND = re.compile(r"(?im)^\s*kind:\s*[\"']?secret[\"']?\s*$")
 _K8S_DATA = re.compile(r"(?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\n(?P<body>(?:(?P=indent)[ \t]+\S.*(?:\n|$))+)")
 _K8S_ITEM = re.compile(r"(?m)^[ \t]+[\w.-]+:[ \t]*[\"']?(?P<value>[^\s\"']+)")
 
+# Credential files a person pastes: ~/.netrc (`machine HOST login USER password PW`, one line
+# or several), ~/.pgpass (`host:port:database:user:password`), htpasswd and shadow hashes.
+_NETRC = _lazy(r"(?i)\b(?:machine\s+\S+|default)\s+(?:(?:account|port)\s+\S+\s+)*login\s+\S+\s+"
+               r"(?:(?:account|port)\s+\S+\s+)*password\s+(?P<value>\S+)")
+_PGPASS = _lazy(r"(?<![\w.:*@/\\-])(?:[A-Za-z0-9_.\-]+|\*):(?:\d{2,5}|\*):[\w.\-*]+:(?P<user>[\w.\-*@]+)"
+                r":(?P<value>(?:\\:|[^\s:])+)(?![^\s])")
+_HEX_COLONS = re.compile(r"[0-9A-Fa-f:.]+")
+_PASSWORD_HASH = _lazy(
+    r"(?<![\w$])(?:\$(?:apr1|1|md5)\$[./0-9A-Za-z]{1,8}\$[./0-9A-Za-z]{22}"
+    r"|\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}"
+    r"|\$[56]\$(?:rounds=\d+\$)?[./0-9A-Za-z]{1,16}\$[./0-9A-Za-z]{43,86}"
+    r"|\$y\$[./A-Za-z0-9]+\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{43}"
+    r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{11,}\$[A-Za-z0-9+/]{16,})"
+    r"|\{S?SHA(?:256|512)?\}[A-Za-z0-9+/]{27,}={0,2}")
+# A wallet key is 64 hex digits (0x optional), as a transaction or block hash is: it counts as a
+# key only when the words just before it call it one and none calls it a hash.
+_HEX64 = re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z])")
+_KEY_WORDS = _lazy(r"(?i)private[ _-]?key|privkey|secret[ _-]?key|signing[ _-]?key|wallet|metamask|keystore"
+                   r"|\bkey\b|\bexport(?:ed)?\b")
+_HASH_WORDS = _lazy(r"(?i)\b(?:tx|txn|txid|transaction|hash|txhash|block|commit|sha-?\d*|sha3|keccak\w*|digest"
+                    r"|checksum|address|id|fingerprint)\b|hash")
+# Twilio: an account SID (AC + 32 hex, an id on its own) with a 32-hex auth token near it.
+_TWILIO_SID = re.compile(r"(?<![A-Za-z0-9])AC[0-9a-f]{32}(?![A-Za-z0-9])")
+_HEX32 = re.compile(r"(?<![A-Za-z0-9])[0-9a-f]{32}(?![A-Za-z0-9])")
+
 # ---------------------------------------------------------------------------------------------
 # Shapes that are not one provider's format.
 
@@ -369,8 +411,9 @@ _QUERY_SECRET = re.compile(
 # An assignment: found by its last word (password, secret, token, api key...), then the name
 # before it is read backwards. `=` or `:` (or "is" in prose), then the value.
 _ASSIGN = _lazy(
-    r"(?i)(?:pass(?:word|wd|phrase)?|pwd|(?:secret|api|access|private|signing)[_\-. ]?key|apikey"
+    r"(?i)(?P<kw>pass(?:word|wd|phrase)?|pwd|(?:secret|api|access|private|signing)[_\-. ]?key|apikey"
     r"|(?:access|auth|refresh)[_\-. ]?token|client[_\-. ]?secret|secret|token|credentials?)[\"']?"
+    r"(?:[ \t]+(?:for|of|to|on)[ \t]+(?:[\w.@'-]+[ \t]+){0,3}?[\w.@'-]+)?"
     r"(?P<op>\s*(?:=|:=|=>|:)\s*|\s+(?:is|was|=)\s+)"
     r"(?P<q>[\"'`]?)(?P<value>[^\s\"'`,;]+)")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
@@ -421,6 +464,9 @@ _DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
 _PUBLIC_KEY = re.compile(
     r"\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
     r"\s+AAAA[A-Za-z0-9+/]+={0,3}")
+# public keys and certificates in PEM, meant to be shared
+_PUBLIC_PEM = _lazy(r"-----BEGIN (?:(?:RSA|EC|DSA|SSH2|PGP) )?(?:PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?)-----"
+                    r".*?(?:-----END [A-Z0-9 ]+-----|\Z)", re.S)
 _TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
 _URL = re.compile(r"(?i)\b(?:https?|ftp|wss?)://\S+")
 _LOWER, _UPPER = re.compile(r"[a-z]"), re.compile(r"[A-Z]")
@@ -512,11 +558,14 @@ def _provider(text: str, pos: int = 0, endpos: int | None = None) -> Finding | N
 
 
 def _find(text: str, *, decoded: bool = False) -> Finding | None:
-    """Rules 1-4 of the module's docstring."""
+    """Rules 1-6 of the module's docstring."""
+    long_runs = []  # where a 64-hex wallet key can be
     for run in _RUN.finditer(text):
         found = _provider(text, run.start(), run.end())
         if found is not None:
             return found
+        if run.end() - run.start() >= 64:
+            long_runs.append(run.span())
     lower = text.lower()
     if "----" in text or "putty" in lower:
         m = _PEM.search(text)
@@ -554,6 +603,9 @@ def _find(text: str, *, decoded: bool = False) -> Finding | None:
             value = m.group("value")
             if not _is_placeholder(value) and _DIGIT.search(value) and re.search(r"[A-Za-z]", value):
                 return Finding("bearer_token", m.start(), m.end())
+    found = _credential_files(text, lower, long_runs)
+    if found is not None:
+        return found
     if "<add" in lower:
         m = _NUGET.search(text)
         if m and not _is_placeholder(m.group("value")) and not m.group("value").startswith(("%", "$")):
@@ -567,6 +619,35 @@ def _find(text: str, *, decoded: bool = False) -> Finding | None:
         for m in _PROVIDER_ASSIGN.finditer(text):
             if _provider_value(m.group("name"), m.group("value")):
                 return Finding("provider_credential", m.start(), m.end())
+    return _seed_phrase(text)
+
+
+def _credential_files(text: str, lower: str, long_runs: list[tuple[int, int]]) -> Finding | None:
+    """.netrc and .pgpass lines, password hashes, wallet keys, a Twilio SID with its token."""
+    if "login" in lower and "password" in lower:
+        for m in _NETRC.finditer(text):
+            if not _is_placeholder(m.group("value")):
+                return Finding("netrc_password", m.start(), m.end())
+    if text.count(":") >= 4:
+        for m in _PGPASS.finditer(text):
+            value = m.group("value")
+            if (_password_like(value) and not _is_placeholder(value) and not _HEX_COLONS.fullmatch(m.group())
+                    and (m.group("user") == "*" or re.search(r"[A-Za-z]", m.group("user")))):
+                return Finding("pgpass_password", m.start(), m.end())
+    if "$" in text or "{s" in lower:
+        hashed = _PASSWORD_HASH.search(text)
+        if hashed:
+            return Finding("password_hash", hashed.start(), hashed.end())
+    for span in long_runs:
+        for m in _HEX64.finditer(text, *span):
+            before = text[max(0, m.start() - 80):m.start()]
+            if _KEY_WORDS.search(before) and not _HASH_WORDS.search(before):
+                return Finding("crypto_private_key", m.start(), m.end())
+    if "AC" in text:
+        for sid in _TWILIO_SID.finditer(text):
+            token = _HEX32.search(text, max(0, sid.start() - 300), sid.end() + 300)
+            if token:
+                return Finding("twilio_auth_token", min(sid.start(), token.start()), max(sid.end(), token.end()))
     return None
 
 
@@ -588,8 +669,7 @@ def _assignment(text: str, m: re.Match[str]) -> Finding | None:
         start -= 1
     if start > 0 and (text[start - 1] in _NAME_CHARS or text[start - 1].isalnum()):
         return None  # a longer word, not a name
-    op_start = m.start("op")
-    name = text[start:op_start].strip("\"'").lower()
+    name = text[start:m.end("kw")].lower()
     value = m.group("value")
     op = m.group("op").strip().lower()
     quoted = bool(m.group("q"))
@@ -635,7 +715,89 @@ def _provider_value(name: str, value: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Rule 5: a provider key split by single spaces or line breaks.
+# BIP39 seed phrases: 12, 15, 18, 21 or 24 words of the BIP39 English list (bip39_english.txt,
+# shipped with the package), in order, separated by spaces, commas or line breaks, optionally
+# numbered ("1. abandon 2. ability"). Ordinary prose rarely runs 12 list words in a row ("the",
+# "a", "is", "of" are not on it); such a run is a seed phrase when its checksum holds (the low
+# bits of the last word, which random words rarely match) or the text calls it a seed.
+
+_WORD_RUN = _lazy(r"(?<![\w'-])[A-Za-z]{3,8}(?![\w'-])(?:[\s,;]+(?:\d{1,2}[.):]?\s+)?[A-Za-z]{3,8}(?![\w'-])){11,}")
+_WORD = re.compile(r"[A-Za-z]+")
+_SEED_WORDS = _lazy(r"(?i)\b(?:seed|mnemonic|recovery|wallet|backup phrase|secret phrase)\b")
+_BIP39: dict[str, int] = {}
+
+
+def _bip39() -> dict[str, int]:
+    if not _BIP39:
+        from pathlib import Path
+
+        words = Path(__file__).with_name("bip39_english.txt").read_text(encoding="utf-8").split()
+        _BIP39.update((word, i) for i, word in enumerate(words))
+    return _BIP39
+
+
+def _checksum_holds(indices: list[int]) -> bool:
+    import hashlib
+
+    bits = "".join(f"{i:011b}" for i in indices)
+    n_checksum = len(bits) // 33
+    entropy_bits = bits[:-n_checksum]
+    data = int(entropy_bits, 2).to_bytes(len(entropy_bits) // 8, "big")
+    digest = f"{hashlib.sha256(data).digest()[0]:08b}"
+    return digest[:n_checksum] == bits[-n_checksum:]
+
+
+def _word_run(text: str) -> bool:
+    """Whether 12 words of 3-8 letters follow one another (numbers between them aside): the
+    shape of a seed phrase, checked with str methods before any pattern runs."""
+    run = 0
+    for token in text.replace(",", " ").replace(";", " ").split():
+        word = token.strip(".!?\"'()[]")
+        if 3 <= len(word) <= 8 and word.isalpha() and word.isascii():
+            run += 1
+            if run == 12:
+                return True
+        elif not (len(token) <= 3 and token.rstrip(".):").isdigit()):
+            run = 0
+    return False
+
+
+def _seed_phrase(text: str) -> Finding | None:
+    if not _word_run(text):
+        return None
+    runs = list(_WORD_RUN.finditer(text))
+    if not runs:
+        return None
+    words = _bip39()
+    named = _SEED_WORDS.search(text) is not None
+    for run in runs:
+        listed: list[re.Match[str]] = []
+        for w in [*_WORD.finditer(text, run.start(), run.end()), None]:
+            if w is not None and w.group().lower() in words:
+                listed.append(w)
+                continue
+            found = _seed_in(listed, words, named)
+            if found is not None:
+                return found
+            listed = []
+    return None
+
+
+def _seed_in(listed: list[re.Match[str]], words: dict[str, int], named: bool) -> Finding | None:
+    if len(listed) < 12:
+        return None
+    for size in (24, 21, 18, 15, 12) if len(listed) <= 28 else ():
+        for i in range(len(listed) - size + 1):
+            window = listed[i:i + size]
+            if _checksum_holds([words[w.group().lower()] for w in window]):
+                return Finding("seed_phrase", window[0].start(), window[-1].end())
+    if named and len(listed) in (12, 15, 18, 21, 24):
+        return Finding("seed_phrase", listed[0].start(), listed[-1].end())
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 7: a provider key split by single spaces or line breaks.
 
 _NOT_PLAIN = re.compile(r"(?<!\S)[^\s]*?(?:[0-9_+/=~@|%]|[a-z][A-Z]|[A-Z]{2})\S*")
 _LEAD = "'\"`([{<"
@@ -701,7 +863,7 @@ def _plain(piece: str) -> bool:
 
 
 def _split(text: str) -> Finding | None:
-    """Rule 5: pieces that are not plain words, with at most one plain word on either side,
+    """Rule 7: pieces that are not plain words, with at most one plain word on either side,
     joined across single gaps; a provider rule must match across a gap."""
     seen = -1
     for m in _NOT_PLAIN.finditer(text):
@@ -760,16 +922,22 @@ def _joined_to_text(pos: int, offsets: list[int], pieces: list[tuple[int, int]])
 
 
 # ---------------------------------------------------------------------------------------------
-# Rules 6 and 7.
+# Rules 8 and 9.
 
 def _public_spans(text: str) -> list[tuple[int, int]]:
-    return [(u.start(), u.end()) for pattern in (_URL, _DATA_URI, _PUBLIC_KEY) for u in pattern.finditer(text)]
+    return [(u.start(), u.end()) for pattern in (_URL, _DATA_URI, _PUBLIC_KEY, _PUBLIC_PEM)
+            for u in pattern.finditer(text)]
 
 
 def _encoded(text: str, depth: int = 0) -> Finding | None:
-    """Rule 6: base64 or base64url that decodes to text holding a credential."""
+    """Rule 8: base64, base64url or hex that decodes to text holding a credential."""
     spans: list[tuple[int, int]] | None = None
+    hex_end = 0  # the end of the last hex block decoded (its lines are not decoded again)
     for run in _RUN.finditer(text):
+        if run.start() >= hex_end and run.end() - run.start() >= 40 and _HEX_TEXT.fullmatch(text, run.start(), run.end()):
+            found, hex_end = _hex_encoded(text, run.start())
+            if found is not None:
+                return found
         for m in _BASE64.finditer(text, run.start(), run.end()):
             token = m.group(0)
             if spans is None:
@@ -782,6 +950,26 @@ def _encoded(text: str, depth: int = 0) -> Finding | None:
             if _find(inner) is not None or (depth < 1 and _encoded(inner, depth + 1) is not None):
                 return Finding("encoded_secret", m.start(), m.end())
     return None
+
+
+_HEX_TEXT = re.compile(r"(?:[0-9a-fA-F]{2})+")
+# hex as `xxd -p` prints it: lines of hex digits
+_HEX_LINES = re.compile(r"(?:[0-9a-fA-F]{2})+(?:\r?\n(?:[0-9a-fA-F]{2})+)*")
+
+
+def _hex_encoded(text: str, start: int) -> tuple[Finding | None, int]:
+    """Hex (xxd -p, a hex dump of a key file) that decodes to text holding a credential, and
+    where the hex block ends."""
+    m = _HEX_LINES.match(text, start)
+    if m is None:
+        return None, start
+    try:
+        inner = bytes.fromhex(re.sub(r"\s", "", m.group())).decode("utf-8")
+    except ValueError:
+        return None, m.end()
+    if (inner.isprintable() or all(c.isprintable() or c in "\n\r\t" for c in inner)) and _find(inner) is not None:
+        return Finding("encoded_secret", m.start(), m.end()), m.end()
+    return None, m.end()
 
 
 def _decode(token: str) -> str | None:
@@ -798,7 +986,8 @@ def _decode(token: str) -> str | None:
 
 
 def _entropy(text: str) -> Finding | None:
-    """Rule 7: a high-entropy token that is not part of a URL, a data: URI or a public key."""
+    """Rule 9: a high-entropy token that is not part of a URL, a data: URI or a public key, nor
+    words run together, a named digest, a content id or a file's base64."""
     public: list[tuple[int, int]] | None = None
     for run in _RUN.finditer(text):
         if run.end() - run.start() < 32:
@@ -810,8 +999,56 @@ def _entropy(text: str) -> Finding | None:
                 public = _public_spans(text)
             if any(a <= m.start() < b for a, b in public):  # URLs, data: URIs and public keys are not secrets
                 continue
+            if _identifier(m.group(0)) or _labelled_hash(text, m.start(), m.group(0)) or _file_data(m.group(0)):
+                continue
             return Finding("high_entropy_token", m.start(), m.end())
     return None
+
+
+_SEGMENT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_VOWEL = re.compile(r"[aeiouyAEIOUY]")
+
+
+def _identifier(token: str) -> bool:
+    """Words run together (AbstractSingletonProxyFactoryBean2Impl, feature/ABC-1234-fixTheLogin,
+    ~/Documents/Vault2024/PersonalKnowledgeBaseV3): long segments, most of them word-like (3+
+    letters with a vowel, or a number). Random base64 breaks into short segments at every
+    change of case, and its lowercase runs are rarely pronounceable."""
+    segments = _SEGMENT.findall(token)
+    total = sum(len(seg) for seg in segments)
+    if not segments or total / len(segments) < 3.5:
+        return False
+    wordy = sum(len(seg) for seg in segments
+                if seg.isdigit() or (len(seg) >= 3 and not seg.isupper() and _VOWEL.search(seg)))
+    return wordy >= 0.8 * total
+
+
+# a digest named as one: SRI and npm `sha512-…`, go.sum `h1:…`, `SHA256:…` fingerprints,
+# "checksum: …", "the sha256 of the tarball is …"
+_HASH_PREFIX = _lazy(r"(?i)(?:sha-?(?:1|224|256|384|512)|sha3-\d+|md5|blake2[bs]?|blake3|b3|h1)[-:_]")
+_HASH_LABEL = _lazy(
+    r"(?i)\b(?:sha-?(?:1|224|256|384|512)|sha3-\d+|md5|blake2[bs]?|blake3|b3|h1|integrity|checksum|digest|hash"
+    r"|fingerprint|etag|cid|ipfs|ipns)(?:[ \t]+(?:sum|value|of|for)\b[^\n]{0,40}?)?[ \t]*(?:is|was|[:=]|-)?[ \t]*[\"'`(]?$")
+# IPFS CIDv0: a base58 multihash
+_CID = re.compile(r"Qm[1-9A-HJ-NP-Za-km-z]{44}")
+# the first bytes of files people paste as bare base64: PNG, JPEG, GIF, WebP/WAV (RIFF), PDF,
+# zip (docx, xlsx), gzip, SVG/XML, WOFF fonts, ICO, MP4/HEIC/AVIF (ftyp)
+_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"RIFF", b"%PDF", b"PK\x03\x04", b"\x1f\x8b", b"<svg", b"<?xml",
+          b"wOFF", b"wOF2", b"\x00\x00\x01\x00")
+
+
+def _labelled_hash(text: str, start: int, token: str) -> bool:
+    if _HASH_PREFIX.match(token) or _CID.fullmatch(token):
+        return True
+    return _HASH_LABEL.search(text, max(0, start - 60), start) is not None
+
+
+def _file_data(token: str) -> bool:
+    try:
+        head = base64.b64decode(token[:24], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return head.startswith(_MAGIC) or head[4:8] == b"ftyp"
 
 
 def check(text: str) -> None:
@@ -838,12 +1075,41 @@ def redact(text: str) -> str:
 def check_added(old: str | None, new: str) -> None:
     """The gate every file write passes (Vault.write_text, create_exclusive): raise
     SecretBlocked when `new` brings a credential that `old` (the file as it was, None for a
-    new file) did not hold. A token the person typed into a note themselves does not stop
-    vaultmem from touching that note; vaultmem never writes one of its own."""
+    new file) did not hold. Each changed stretch of lines is checked with two lines either
+    side, so a key whose first half the file already held and whose second half this write
+    adds (two writes, each harmless alone) is seen whole; a credential whose text the old file
+    already held (a token the person typed into their own note) does not stop the write."""
     if old is None:
         check(new)
         return
-    before = set(old.splitlines())
-    added = [line for line in new.splitlines() if line not in before]
-    if added:
-        check("\n".join(added))
+    import difflib
+
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    windows: list[list[int]] = []
+    for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines).get_opcodes():
+        if tag == "equal":
+            continue
+        start, end = max(0, j1 - 2), min(len(new_lines), j2 + 2)
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], end)
+        else:
+            windows.append([start, end])
+    held = "\n".join(old_lines)
+    for start, end in windows:
+        text = "\n".join(new_lines[start:end])
+        for found in _findings(text):
+            if text[found.start:found.end] not in held:
+                raise SecretBlocked(found.kind)
+
+
+def _findings(text: str) -> list[Finding]:
+    """Every credential in `text`, in order."""
+    out: list[Finding] = []
+    offset = 0
+    for _ in range(1000):
+        found = find_secret(text[offset:])
+        if found is None:
+            break
+        out.append(Finding(found.kind, offset + found.start, offset + found.end))
+        offset += max(found.end, 1)
+    return out

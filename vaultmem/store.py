@@ -1,8 +1,9 @@
 """The front door: `MemoryStore`, the one API every adapter (CLI, watcher, MCP) calls.
 
 It is the core `Memories` (save, search, open, touch, stats, index upkeep) plus one
-delegating method per feature operation; it holds no logic of its own. Features take the
-`Memories` they are handed (this object), never the front door's extra methods.
+delegating method per feature operation; it holds no logic of its own. Features are handed
+this object but typed against `core.port.MemoryCore`, so they use only what that names, never
+the front door's extra methods.
 """
 
 from __future__ import annotations

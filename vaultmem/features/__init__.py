@@ -1,2 +1,2 @@
 """Layer 4, features: lifecycle, graph, consolidation, activation, doctor, and the
-Mnemosyne set (mnemosyne/). Each takes the core `Memories`; never the front door."""
+Mnemosyne set (mnemosyne/). Each is typed against `core.port.MemoryCore`; never the front door."""

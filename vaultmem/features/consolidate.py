@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from vaultmem.base.errors import ConflictError, InvalidInput, NotFound, SecretBlocked
-from vaultmem.core.memories import Memories
 from vaultmem.core.model import CLUSTER_THRESHOLD, COHESION_THRESHOLD, DUPLICATE_PAIR_THRESHOLD, MAX_CLUSTER_SIZE
+from vaultmem.core.port import MemoryCore
 from vaultmem.features import graph, lifecycle
 from vaultmem.storage import note as notes
 from vaultmem.storage.record import Record
@@ -167,7 +167,7 @@ def suggested_action(cohesion: float) -> str:
     return "keep-separate"
 
 
-def active_records(store: Memories) -> list[Record]:
+def active_records(store: MemoryCore) -> list[Record]:
     """Active and promoted memories from the catalog, in a fixed order (by id). Only those in
     vaultmem's folders: merging archives the originals, and a memory the person moved out of
     the memory folders is never moved or rewritten."""
@@ -252,7 +252,7 @@ CLUSTERS_STATE = "state/clusters.json"  # the last cluster_memories listing: id 
 MAX_REMEMBERED = 500
 
 
-def _remember_clusters(store: Memories, clusters: Sequence[Cluster]) -> None:
+def _remember_clusters(store: MemoryCore, clusters: Sequence[Cluster]) -> None:
     """Keep the ids a listing showed, so consolidate_memories finds a cluster listed at any
     threshold (a LINK-mode cluster at 0.3 is not a cluster at the default 0.83)."""
     import json
@@ -266,7 +266,7 @@ def _remember_clusters(store: Memories, clusters: Sequence[Cluster]) -> None:
         pass  # a cache: without it, only clusters at the given threshold are found
 
 
-def _remembered_cluster(store: Memories, cid: str, records: Sequence[Record]) -> list[Cluster]:
+def _remembered_cluster(store: MemoryCore, cid: str, records: Sequence[Record]) -> list[Cluster]:
     """The listed cluster `cid`, if its members are all still here (same ids: same cluster id)."""
     import json
 
@@ -287,13 +287,13 @@ def _remembered_cluster(store: Memories, cid: str, records: Sequence[Record]) ->
     return [Cluster(cid, list(recs), round(sum(sims) / len(sims), 4))]
 
 
-def _store_clusters(store: Memories, records: Sequence[Record], threshold: float,
+def _store_clusters(store: MemoryCore, records: Sequence[Record], threshold: float,
                     max_cluster_size: int) -> list[Cluster]:
     """find_clusters, keeping clusters of at least the `min_cluster_size` setting."""
     return [c for c in find_clusters(records, threshold, max_cluster_size) if c.size >= store.settings.min_cluster_size]
 
 
-def cluster(store: Memories, threshold: float | None = None, max_cluster_size: int = MAX_CLUSTER_SIZE,
+def cluster(store: MemoryCore, threshold: float | None = None, max_cluster_size: int = MAX_CLUSTER_SIZE,
             find_duplicates: bool = False, duplicate_threshold: float = DUPLICATE_PAIR_THRESHOLD) -> dict[str, Any]:
     """The seed's `cluster_memories`: clusters of similar memories, or duplicate pairs.
     `threshold` None: the `cluster_threshold` setting (0.83)."""
@@ -457,7 +457,7 @@ def _stem(path: str) -> str:
     return path.rsplit("/", 1)[-1][:-3]
 
 
-def _current(store: Memories, rec: Record) -> Record:
+def _current(store: MemoryCore, rec: Record) -> Record:
     """The note as it is on disk now (it may have moved or changed since it was indexed)."""
     from vaultmem.base.errors import MalformedNote
     from vaultmem.storage.index import record_from_text
@@ -469,7 +469,7 @@ def _current(store: Memories, rec: Record) -> Record:
         raise ConflictError(f"{rec.path} is malformed now ({exc.reason}); fix it and run again") from None
 
 
-def merge_records(store: Memories, records: Sequence[Record], cohesion: float,
+def merge_records(store: MemoryCore, records: Sequence[Record], cohesion: float,
                   cluster_ref: str | None = None) -> dict[str, Any]:
     """Write one merged memory from `records` and archive them (the seed's apply mode).
 
@@ -526,13 +526,13 @@ def merge_records(store: Memories, records: Sequence[Record], cohesion: float,
     }
 
 
-def archive_record(store: Memories, rec: Record, now: dt.datetime,
+def archive_record(store: MemoryCore, rec: Record, now: dt.datetime,
                    extra: Mapping[str, Any] | None = None, moves: list[dict[str, Any]] | None = None) -> str:
     """Move a memory to the archive folder and set status archived; returns its new path."""
     return move_record(store, rec, "archived", {"archived_at": now, **dict(extra or {})}, moves)
 
 
-def move_record(store: Memories, rec: Record, status: str, changes: Mapping[str, Any],
+def move_record(store: MemoryCore, rec: Record, status: str, changes: Mapping[str, Any],
                 moves: list[dict[str, Any]] | None = None) -> str:
     """Move a memory to the folder of `status` (its subfolder kept, path links to it
     rewritten), then set status and `changes`; the move is added to `moves`.
@@ -553,7 +553,7 @@ def move_record(store: Memories, rec: Record, status: str, changes: Mapping[str,
 MODES = ("preview", "apply", "link")
 
 
-def consolidate(store: Memories, cluster_id_: str | None = None, mode: str = "preview",
+def consolidate(store: MemoryCore, cluster_id_: str | None = None, mode: str = "preview",
                 auto_detect: bool = False, cohesion_threshold: float = COHESION_THRESHOLD,
                 threshold: float | None = None, max_cluster_size: int = MAX_CLUSTER_SIZE) -> dict[str, Any]:
     """The seed's `consolidate_memories`: preview, merge (apply) or link one cluster or all
@@ -616,7 +616,7 @@ def consolidate(store: Memories, cluster_id_: str | None = None, mode: str = "pr
     return out
 
 
-def link_records(store: Memories, records: Sequence[Record], cluster_ref: str | None = None) -> dict[str, Any]:
+def link_records(store: MemoryCore, records: Sequence[Record], cluster_ref: str | None = None) -> dict[str, Any]:
     """`related` relations both ways between every pair of members."""
     created = 0
     for n, a in enumerate(records):
@@ -627,7 +627,7 @@ def link_records(store: Memories, records: Sequence[Record], cluster_ref: str | 
             "message": f"Created {created} bidirectional relations linking {len(records)} memories"}
 
 
-def relate(store: Memories, source: Record, target: Record, relation_type: str,
+def relate(store: MemoryCore, source: Record, target: Record, relation_type: str,
            strength: float | None = None) -> int:
     """A typed relation from source to target through the graph layer; 1 if new, 0 if present."""
     result = graph.relate(store, source.id or source.path, target.id or target.path, relation_type,
@@ -654,7 +654,7 @@ def has_contradiction(records: Sequence[Record]) -> bool:
     return len({negated(r.content) for r in records}) > 1
 
 
-def deep_consolidate(store: Memories, batch: int = 100, dry_run: bool = False) -> dict[str, Any]:
+def deep_consolidate(store: MemoryCore, batch: int = 100, dry_run: bool = False) -> dict[str, Any]:
     """Mnemosyne's four phases over the `batch` most recently used active/promoted memories.
 
     1. contradictions: similarity in [0.70, 0.92) and a negation mismatch; surfaced as
@@ -748,7 +748,7 @@ def deep_consolidate(store: Memories, batch: int = 100, dry_run: bool = False) -
     }
 
 
-def absorb(store: Memories, keep: Record, drop: Record, now: dt.datetime, similarity_: float,
+def absorb(store: MemoryCore, keep: Record, drop: Record, now: dt.datetime, similarity_: float,
            moves: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Near-duplicate merge: `keep` takes `drop`'s metadata, `drop` is archived (its move is
     added to `moves`)."""

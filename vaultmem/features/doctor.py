@@ -11,25 +11,25 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from vaultmem.core.memories import Memories
+from vaultmem.core.port import MemoryCore
 from vaultmem.features.graph import Catalog, unresolved
 from vaultmem.storage.vault import CONFLICT_COPY
 
 Problem = dict[str, Any]
-Check = Callable[[Memories, Catalog], list[Problem]]
+Check = Callable[[MemoryCore, Catalog], list[Problem]]
 
 _CONFLICT_COPY = CONFLICT_COPY
 _NUMBERED_COPY = re.compile(r"^(?P<base>.+) (?P<n>[2-9]|[1-9]\d+)\.md$")
 
 
-def broken_links(store: Memories, cat: Catalog) -> list[Problem]:
+def broken_links(store: MemoryCore, cat: Catalog) -> list[Problem]:
     """Wikilinks whose target is no note in the vault (renamed or deleted without updating)."""
     return [{"check": "broken_link", "path": e.src, "line": e.line, "target": e.target, "type": e.type,
              "message": f"{e.src}:{e.line}: [[{e.target}]] points to no note; fix the link or restore the note"}
             for e in sorted(unresolved(cat), key=lambda e: (e.src, e.line, e.pos))]
 
 
-def duplicate_ids(store: Memories, cat: Catalog) -> list[Problem]:
+def duplicate_ids(store: MemoryCore, cat: Catalog) -> list[Problem]:
     """Two memory notes with one `id` (a copied note): vaultmem cannot tell them apart."""
     rows = cat.db.execute(
         "SELECT id, group_concat(path, '\n') FROM notes WHERE kind = 'memory' GROUP BY id HAVING count(*) > 1"
@@ -43,7 +43,7 @@ def duplicate_ids(store: Memories, cat: Catalog) -> list[Problem]:
     return problems
 
 
-def duplicate_names(store: Memories, cat: Catalog) -> list[Problem]:
+def duplicate_names(store: MemoryCore, cat: Catalog) -> list[Problem]:
     """Notes sharing a file name in different folders: `[[name]]` links become ambiguous."""
     by_name: dict[str, list[str]] = {}
     for path in cat.notes:
@@ -58,13 +58,13 @@ def duplicate_names(store: Memories, cat: Catalog) -> list[Problem]:
     return problems
 
 
-def malformed_notes(store: Memories, cat: Catalog) -> list[Problem]:
+def malformed_notes(store: MemoryCore, cat: Catalog) -> list[Problem]:
     """Notes vaultmem cannot parse (bad YAML, not UTF-8, too large); never rewritten."""
     rows = cat.db.execute("SELECT path, error FROM notes WHERE kind = 'malformed' ORDER BY path").fetchall()
     return [{"check": "malformed", "path": path, "message": f"{path}: {error}"} for path, error in rows]
 
 
-def conflict_copies(store: Memories, cat: Catalog) -> list[Problem]:
+def conflict_copies(store: MemoryCore, cat: Catalog) -> list[Problem]:
     """Copies sync clients leave behind: Dropbox/Obsidian Sync, Syncthing, iCloud `Note 2.md`."""
     lower = {p.lower() for p in cat.notes}
     problems = []
@@ -83,7 +83,7 @@ def conflict_copies(store: Memories, cat: Catalog) -> list[Problem]:
     return problems
 
 
-def credentials(store: Memories, cat: Catalog) -> list[Problem]:
+def credentials(store: MemoryCore, cat: Catalog) -> list[Problem]:
     """Notes holding something credential-like. `save` refuses these; hand-written ones are only flagged."""
     from vaultmem.base.secrets import find_secret
 
@@ -102,7 +102,7 @@ def credentials(store: Memories, cat: Catalog) -> list[Problem]:
     return problems
 
 
-def canvas_cards(store: Memories, cat: Catalog) -> list[Problem]:
+def canvas_cards(store: MemoryCore, cat: Catalog) -> list[Problem]:
     """Canvas file cards that show a file the vault does not have (deleted, or moved by hand
     without Obsidian), and canvases Obsidian cannot open (not JSON Canvas)."""
     from vaultmem.storage import canvas
@@ -127,7 +127,7 @@ def canvas_cards(store: Memories, cat: Catalog) -> list[Problem]:
     return problems
 
 
-def dashboard(store: Memories, cat: Catalog) -> list[Problem]:
+def dashboard(store: MemoryCore, cat: Catalog) -> list[Problem]:
     """vaultmem's Bases dashboard computes the score with an older configuration."""
     from vaultmem.features import obsidian
 
@@ -150,7 +150,7 @@ CHECKS: list[tuple[str, Check]] = [
 ]
 
 
-def run(store: Memories, checks: list[tuple[str, Check]] | None = None) -> dict[str, Any]:
+def run(store: MemoryCore, checks: list[tuple[str, Check]] | None = None) -> dict[str, Any]:
     """Run every check; `clean` is False when any found a problem."""
     store.sync()
     cat = Catalog(store)

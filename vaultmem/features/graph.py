@@ -20,8 +20,8 @@ from typing import Any
 
 from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound, NotOwned
 from vaultmem.base.timeutil import format_time, parse_time
-from vaultmem.core.memories import Memories
 from vaultmem.core.model import MAX_PAGE_SIZE, paginate
+from vaultmem.core.port import MemoryCore
 from vaultmem.storage import canvas
 from vaultmem.storage import links as linkmod
 from vaultmem.storage import note as notes
@@ -60,7 +60,7 @@ class Edge:
 class Catalog:
     """Read access to the catalog's links (resolved at sync time) and notes."""
 
-    def __init__(self, store: Memories) -> None:
+    def __init__(self, store: MemoryCore) -> None:
         self.db = store.index.db
 
     @functools.cached_property
@@ -116,7 +116,7 @@ def edge_dict(edge: Edge) -> dict[str, Any]:
 # -- create_relation --------------------------------------------------------------------------
 
 
-def relate(store: Memories, from_ref: str, to_ref: str, relation_type: str,
+def relate(store: MemoryCore, from_ref: str, to_ref: str, relation_type: str,
            strength: float = 1.0, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write `- type:: [[to]] (strength:: s) (k:: v)` into FROM's `## Relations` section."""
     meta = linkmod.validate_relation(relation_type, strength, metadata)
@@ -194,7 +194,7 @@ def relations_of(cat: Catalog, path: str) -> dict[str, list[dict[str, Any]]]:
     return {"outgoing": outgoing, "incoming": incoming}
 
 
-def open_memories(store: Memories, refs: Sequence[str] | str, *, include_relations: bool = True,
+def open_memories(store: MemoryCore, refs: Sequence[str] | str, *, include_relations: bool = True,
                   include_scores: bool = True, page: int | None = None,
                   page_size: int | None = None) -> dict[str, Any]:
     """The seed's open_memories: memories by id, with relations, `not_found`, pagination."""
@@ -245,7 +245,7 @@ def _statuses(status: str) -> tuple[str, ...] | None:
     return None if status == "all" else (status,)
 
 
-def _scored_memories(store: Memories, statuses: tuple[str, ...] | None,
+def _scored_memories(store: MemoryCore, statuses: tuple[str, ...] | None,
                      now: dt.datetime) -> list[tuple[str, float, int]]:
     """(path, score, use_count) of every memory in the filter (Memories.scored_memories)."""
     return [(path, score, uses) for path, _status, score, uses in store.scored_memories(statuses, now)]
@@ -263,7 +263,7 @@ def _count_relations(db: Any, statuses: tuple[str, ...] | None) -> int:
     return total - touching
 
 
-def read_graph(store: Memories, status: str = "active", *, include_scores: bool = True,
+def read_graph(store: MemoryCore, status: str = "active", *, include_scores: bool = True,
                limit: int | None = None, page: int | None = None, page_size: int | None = None,
                all_relations: bool = False) -> dict[str, Any]:
     """The seed's read_graph: a page of memories (best score first), the relations between
@@ -325,7 +325,7 @@ def read_graph(store: Memories, status: str = "active", *, include_scores: bool 
 # -- backlinks ------------------------------------------------------------------------------------
 
 
-def backlinks(store: Memories, ref: str) -> dict[str, Any]:
+def backlinks(store: MemoryCore, ref: str) -> dict[str, Any]:
     """Which memories and which of the person's notes link to a memory (or note)."""
     store.sync()
     rec = store.resolve(ref, kinds=("memory", "note"))
@@ -355,7 +355,7 @@ STATUS_COLORS = {"active": "5", "promoted": "4", "archived": "2"}
 REVIEW_COLOR = "3"
 
 
-def export_canvas(store: Memories, out: Path | str, *, status: str = "all", around: str | None = None,
+def export_canvas(store: MemoryCore, out: Path | str, *, status: str = "all", around: str | None = None,
                   depth: int = 2) -> dict[str, Any]:
     """Write a JSON Canvas 1.0 file: one file node per note, one labelled edge per relation."""
     statuses = _statuses(status)
@@ -435,7 +435,7 @@ def export_canvas(store: Memories, out: Path | str, *, status: str = "all", arou
             "message": f"Wrote {rel} ({len(nodes_json)} notes, {len(edges_json)} links)"}
 
 
-def _canvas_rel(store: Memories, out: Path) -> str:
+def _canvas_rel(store: MemoryCore, out: Path) -> str:
     """The vault-relative path of the canvas to write: a relative path is read from the vault's
     root (wherever the command runs), an absolute one must lie inside the vault."""
     if out.is_absolute():

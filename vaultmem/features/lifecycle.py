@@ -20,8 +20,8 @@ from typing import Any
 from vaultmem.base.errors import InvalidInput, MalformedNote, NotFound, VaultmemError
 from vaultmem.base.timeutil import days_between
 from vaultmem.core import decay
-from vaultmem.core.memories import Memories
 from vaultmem.core.model import UnifiedQuery, paginate
+from vaultmem.core.port import MemoryCore
 from vaultmem.core.scoring import (
     _access_list,
     _urgency,
@@ -57,7 +57,7 @@ class Candidate:
     reason: str = ""
 
 
-def scan_catalog(store: Memories, status: str, now: dt.datetime) -> Iterable[tuple[Any, ...]]:
+def scan_catalog(store: MemoryCore, status: str, now: dt.datetime) -> Iterable[tuple[Any, ...]]:
     """(path, id, score, use_count, created_ts) of every memory with `status`, from the catalog only."""
     s = store.settings
     folder = store.vault.memory_dirs[status]
@@ -90,7 +90,7 @@ def _dt(ts: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc)
 
 
-def gc_candidates(store: Memories, now: dt.datetime) -> list[Candidate]:
+def gc_candidates(store: MemoryCore, now: dt.datetime) -> list[Candidate]:
     """Short-term memories under the forget threshold, most forgotten first."""
     threshold = store.settings.forget_threshold
     found = [Candidate(p, i, sc, u, _dt(c)) for p, i, sc, u, c in scan_catalog(store, "active", now)
@@ -99,7 +99,7 @@ def gc_candidates(store: Memories, now: dt.datetime) -> list[Candidate]:
     return found
 
 
-def promotion_candidates(store: Memories, now: dt.datetime) -> list[Candidate]:
+def promotion_candidates(store: MemoryCore, now: dt.datetime) -> list[Candidate]:
     """Short-term memories meeting the promotion criteria, best first."""
     s = store.settings
     found = []
@@ -117,7 +117,7 @@ def promotion_candidates(store: Memories, now: dt.datetime) -> list[Candidate]:
 # -- the re-check under the lock ---------------------------------------------------------------
 
 
-def _read_current(store: Memories, cand: Candidate) -> tuple[Record | None, str]:
+def _read_current(store: MemoryCore, cand: Candidate) -> tuple[Record | None, str]:
     """The note as it is on disk now, or None and why it can no longer be acted on."""
     path = store.vault.abs(cand.path)
     try:
@@ -136,7 +136,7 @@ def _read_current(store: Memories, cand: Candidate) -> tuple[Record | None, str]
     return rec, ""
 
 
-def _move_and_mark(store: Memories, rel: str, status: str, changes: dict[str, Any],
+def _move_and_mark(store: MemoryCore, rel: str, status: str, changes: dict[str, Any],
                    moves: list[dict[str, Any]]) -> str:
     """Move a memory into the folder of `status` (subfolder kept, links to it rewritten), then
     set `changes` on it; the move (with its link edits) is added to `moves`."""
@@ -157,7 +157,7 @@ def move_report(moves: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # -- gc ------------------------------------------------------------------------------------------
 
 
-def gc(store: Memories, apply: bool = False, delete: bool = False, limit: int | None = None) -> dict[str, Any]:
+def gc(store: MemoryCore, apply: bool = False, delete: bool = False, limit: int | None = None) -> dict[str, Any]:
     """Archive (or move to .trash/) short-term memories under the forget threshold."""
     if limit is not None and not 1 <= limit <= GC_LIMIT_MAX:
         raise InvalidInput(f"limit must be between 1 and {GC_LIMIT_MAX:,}, got {limit}")
@@ -230,7 +230,7 @@ def _title(path: str) -> str:
 # -- promotion -------------------------------------------------------------------------------------
 
 
-def promote(store: Memories, ref: str | None = None, auto: bool = False, apply: bool = True,
+def promote(store: MemoryCore, ref: str | None = None, auto: bool = False, apply: bool = True,
             force: bool = False) -> dict[str, Any]:
     """Move memories that earned it from memory/stm/ to memory/ltm/ (`status: promoted`)."""
     if not ref and not auto:
@@ -303,7 +303,7 @@ def promote(store: Memories, ref: str | None = None, auto: bool = False, apply: 
 
 def _promote_result(apply: bool, candidates: list[Candidate], promoted: list[Candidate],
                     shown: list[Candidate], message: str, skipped: list[dict[str, Any]] | None = None,
-                    store: Memories | None = None, now: dt.datetime | None = None) -> dict[str, Any]:
+                    store: MemoryCore | None = None, now: dt.datetime | None = None) -> dict[str, Any]:
     details = []
     if shown and store is not None and now is not None:
         top = shown[:MAX_CANDIDATES_SHOWN]
@@ -344,7 +344,7 @@ def preview(content: str, length: int) -> str:
 # -- maintenance ---------------------------------------------------------------------------------------
 
 
-def maintenance(store: Memories) -> dict[str, Any]:
+def maintenance(store: MemoryCore) -> dict[str, Any]:
     """One gc + promotion pass; applies only what `auto_gc` / `auto_promote` allow."""
     s = store.settings
     gc_result = gc(store, apply=s.auto_gc)
@@ -363,7 +363,7 @@ def maintenance(store: Memories) -> dict[str, Any]:
 # -- observe (natural spaced repetition) -----------------------------------------------------------
 
 
-def observe(store: Memories, refs: Sequence[str], context_tags: Sequence[str] = ()) -> dict[str, Any]:
+def observe(store: MemoryCore, refs: Sequence[str], context_tags: Sequence[str] = ()) -> dict[str, Any]:
     """Memories used in a response: reinforce them, count reviews, boost cross-domain use."""
     from vaultmem.core.model import validate_tags
 
@@ -435,7 +435,7 @@ def _content_key(text: str) -> str:
     return hashlib.sha1(re.sub(r"\s+", " ", text).strip().lower().encode("utf-8")).hexdigest()
 
 
-def search_unified(store: Memories, q: UnifiedQuery) -> dict[str, Any]:
+def search_unified(store: MemoryCore, q: UnifiedQuery) -> dict[str, Any]:
     """STM memories, LTM memories and the person's own notes in one ranking.
 
     rank = weight * base, where base is rank_score(relevance, decay score) for memories

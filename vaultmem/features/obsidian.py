@@ -27,7 +27,7 @@ from typing import Any
 
 from vaultmem.base.config import TEMPLATE_DIR, Settings
 from vaultmem.base.errors import InvalidInput
-from vaultmem.core.memories import Memories
+from vaultmem.core.port import MemoryCore
 
 TYPES_FILE = ".obsidian/types.json"
 BASE_NAME = "Memories.base"
@@ -53,7 +53,7 @@ PROPERTY_TYPES: dict[str, str] = {
 # -- property types ----------------------------------------------------------------------------
 
 
-def merge_types(store: Memories, dry_run: bool = False) -> dict[str, Any]:
+def merge_types(store: MemoryCore, dry_run: bool = False) -> dict[str, Any]:
     """Add vaultmem's property types to `.obsidian/types.json`, keeping every entry and key
     the person has. Returns {path, added, created}; writes nothing when nothing is missing."""
     path = store.vault.root / TYPES_FILE
@@ -239,13 +239,13 @@ def base_text(settings: Settings) -> str:
     return "\n".join(lines) + "\n"
 
 
-def base_path(store: Memories) -> Path:
+def base_path(store: MemoryCore) -> Path:
     """memory/Memories.base: beside the memory folders (the parent of the short-term folder)."""
     parent = Path(store.settings.stm_dir.strip("/")).parent
     return store.vault.root / parent / BASE_NAME
 
 
-def write_base(store: Memories, dry_run: bool = False) -> dict[str, Any]:
+def write_base(store: MemoryCore, dry_run: bool = False) -> dict[str, Any]:
     """Write or refresh the dashboard. A file without vaultmem's first line is the person's
     and is left alone. Returns {path, status: created | updated | unchanged | yours}."""
     path = base_path(store)
@@ -265,7 +265,7 @@ def write_base(store: Memories, dry_run: bool = False) -> dict[str, Any]:
     return {"path": rel, "status": "created" if old is None else "updated"}
 
 
-def base_stale(store: Memories) -> bool:
+def base_stale(store: MemoryCore) -> bool:
     """True when vaultmem's dashboard exists and no longer matches the configuration."""
     path = base_path(store)
     try:
@@ -293,7 +293,7 @@ def template_folder(root: Path) -> tuple[str, str]:
     return "Templates", "default"
 
 
-def install_template(store: Memories, dry_run: bool = False) -> dict[str, Any]:
+def install_template(store: MemoryCore, dry_run: bool = False) -> dict[str, Any]:
     """Place `vaultmem memory.md` in the vault's templates folder (Templater's `<% %>` syntax
     in Templater's folder, the core plugin's `{{date}}` elsewhere); an existing file of that
     name is left alone."""
@@ -316,7 +316,7 @@ def install_template(store: Memories, dry_run: bool = False) -> dict[str, Any]:
     return {"path": rel, "status": "created", "folder_from": origin}
 
 
-def setup(store: Memories, *, template: bool = False, dry_run: bool = False) -> dict[str, Any]:
+def setup(store: MemoryCore, *, template: bool = False, dry_run: bool = False) -> dict[str, Any]:
     """`vaultmem obsidian setup`: property types, the dashboard and (with template) the note
     template. Idempotent: a second run changes nothing."""
     store.vault.require()

@@ -21,7 +21,7 @@ from typing import Any
 
 from vaultmem.base.errors import InvalidInput, NotFound, VaultmemError
 from vaultmem.base.timeutil import format_time, parse_time
-from vaultmem.core.memories import Memories
+from vaultmem.core.port import MemoryCore
 from vaultmem.features import consolidate as C
 from vaultmem.features import lifecycle
 from vaultmem.storage.record import Record
@@ -52,7 +52,7 @@ def _link(rec: Record) -> str:
 # -- the five agents -------------------------------------------------------------------------------
 
 
-def decay_agent(store: Memories, records: Sequence[Record], now: dt.datetime) -> list[dict[str, Any]]:
+def decay_agent(store: MemoryCore, records: Sequence[Record], now: dt.datetime) -> list[dict[str, Any]]:
     """DecayAnalyzer: memories scoring below 0.35 (the danger zone), most urgent first."""
     results = []
     for rec in records:
@@ -98,7 +98,7 @@ def merge_agent(clusters: Sequence[C.Cluster]) -> list[dict[str, Any]]:
     return results
 
 
-def promote_agent(store: Memories, records: Sequence[Record], now: dt.datetime) -> list[dict[str, Any]]:
+def promote_agent(store: MemoryCore, records: Sequence[Record], now: dt.datetime) -> list[dict[str, Any]]:
     """LTMPromoter: the lifecycle module's criteria (`scoring.promotion_reason`), split by criterion.
 
     "score": score >= promote_threshold once used at least once (a never-used memory scores
@@ -122,7 +122,7 @@ def promote_agent(store: Memories, records: Sequence[Record], now: dt.datetime) 
     return results
 
 
-def relations_agent(store: Memories, records: Sequence[Record]) -> list[dict[str, Any]]:
+def relations_agent(store: MemoryCore, records: Sequence[Record]) -> list[dict[str, Any]]:
     """RelationshipDiscovery: pairs sharing >= 2 entities, strength = 0.7 Jaccard(entities) + 0.3 Jaccard(tags).
 
     confidence = shared entities / 4 (+ 0.1 per shared tag), at most 1.0; proposals need 0.5.
@@ -162,7 +162,7 @@ def relations_agent(store: Memories, records: Sequence[Record]) -> list[dict[str
     return results
 
 
-def _linked(store: Memories, a: Record, b: Record) -> bool:
+def _linked(store: MemoryCore, a: Record, b: Record) -> bool:
     try:
         text = store.vault.abs(a.path).read_text(encoding="utf-8")
     except OSError:
@@ -173,7 +173,7 @@ def _linked(store: Memories, a: Record, b: Record) -> bool:
 # -- running the pipeline ---------------------------------------------------------------------------
 
 
-def run(store: Memories, agent: str | None = None, dry_run: bool = False, scheduled: bool = False,
+def run(store: MemoryCore, agent: str | None = None, dry_run: bool = False, scheduled: bool = False,
         interval_hours: float = 1.0, force: bool = False) -> dict[str, Any]:
     """Run the five stages (or one) and file their proposals in today's review note."""
     if agent is not None and agent not in AGENTS:
@@ -257,7 +257,7 @@ def _marker(action: str, ids: Sequence[str]) -> str:
     return f"{action}:{','.join(ids)}"
 
 
-def pending_markers(store: Memories) -> dict[str, set[str]]:
+def pending_markers(store: MemoryCore) -> dict[str, set[str]]:
     """Markers in every review note: path -> set of 'action:ids' (any state)."""
     folder = store.vault.abs(store.settings.reviews_dir.strip("/"))
     found: dict[str, set[str]] = {}
@@ -268,7 +268,7 @@ def pending_markers(store: Memories) -> dict[str, set[str]]:
     return found
 
 
-def write_review(store: Memories, proposals: Sequence[dict[str, Any]], now: dt.datetime) -> tuple[str, int]:
+def write_review(store: MemoryCore, proposals: Sequence[dict[str, Any]], now: dt.datetime) -> tuple[str, int]:
     """Add proposals to today's review note (created if needed); ones still pending anywhere are skipped."""
     # `vaultmem-review-2026-11-23`, never `2026-11-23`: that is the daily note's name.
     rel = f"{store.settings.reviews_dir.strip('/')}/{REVIEW_PREFIX}{now.date().isoformat()}.md"
@@ -306,7 +306,7 @@ def write_review(store: Memories, proposals: Sequence[dict[str, Any]], now: dt.d
     return rel, len(fresh)
 
 
-def last_run(store: Memories) -> dt.datetime | None:
+def last_run(store: MemoryCore) -> dt.datetime | None:
     path = store.vault.derived_dir / STATE_FILE
     try:
         return parse_time(json.loads(path.read_text(encoding="utf-8")).get("last_run"))
@@ -314,7 +314,7 @@ def last_run(store: Memories) -> dt.datetime | None:
         return None
 
 
-def _save_state(store: Memories, now: dt.datetime) -> None:
+def _save_state(store: MemoryCore, now: dt.datetime) -> None:
     path = store.vault.derived_dir / STATE_FILE
     store.vault.write_text(path, json.dumps({"last_run": format_time(now)}) + "\n")
 
@@ -322,7 +322,7 @@ def _save_state(store: Memories, now: dt.datetime) -> None:
 # -- applying a reviewed note ---------------------------------------------------------------------------
 
 
-def apply_action(store: Memories, action: str, ids: Sequence[str]) -> dict[str, Any]:
+def apply_action(store: MemoryCore, action: str, ids: Sequence[str]) -> dict[str, Any]:
     """Carry out one approved proposal; returns what was done."""
     now = store.now()
     if action == "merge":
@@ -360,7 +360,7 @@ def apply_action(store: Memories, action: str, ids: Sequence[str]) -> dict[str, 
     raise InvalidInput(f"unknown review action {action!r}; expected one of {', '.join(ACTIONS)}")
 
 
-def apply_review(store: Memories, file: str | None = None) -> dict[str, Any]:
+def apply_review(store: MemoryCore, file: str | None = None) -> dict[str, Any]:
     """Carry out the ticked proposals of one review note (or all) once, and mark them done."""
     store.sync()
     folder = store.settings.reviews_dir.strip("/")
@@ -411,7 +411,7 @@ def apply_review(store: Memories, file: str | None = None) -> dict[str, Any]:
             "message": f"Applied {len(applied)} approved proposals ({len(failed)} failed, {unticked} unticked)"}
 
 
-def _mark(store: Memories, rel: str, key: str, state: str, note: str) -> None:
+def _mark(store: MemoryCore, rel: str, key: str, state: str, note: str) -> None:
     """Mark the line of one proposal done/failed, re-reading the note under the lock."""
     note = note.replace("%", "").replace("\n", " ")
     with store.vault.lock():

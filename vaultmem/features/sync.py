@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput, MalformedNote, VaultmemError
 from vaultmem.base.timeutil import parse_time
-from vaultmem.core.memories import Memories
+from vaultmem.core.port import MemoryCore
 from vaultmem.storage import note as notes
 from vaultmem.storage.vault import CONFLICT_COPY, FILE_MANAGER_COPY, is_conflict_copy
 
@@ -367,7 +367,7 @@ def original_of(rel: str) -> str | None:
     return None
 
 
-def merge_copies(store: Memories, apply: bool = False) -> dict[str, Any]:
+def merge_copies(store: MemoryCore, apply: bool = False) -> dict[str, Any]:
     """Conflict copies of memory notes (Obsidian Sync, Dropbox, Syncthing, iCloud, a file
     manager) merged into their original by the rule above, without an ancestor (counters take
     the larger, times the later, the bodies line by line, a clash kept between markers); with
@@ -389,7 +389,7 @@ def merge_copies(store: Memories, apply: bool = False) -> dict[str, Any]:
     return {"success": True, "applied": apply, "copies": found, "count": len(found), "duplicates": duplicates}
 
 
-def merge_waiting_copies(store: Memories) -> None:
+def merge_waiting_copies(store: MemoryCore) -> None:
     """Before a write (any command or tool that changes the vault): merge the conflict copies
     a file-sync tool left of memory notes, as the watcher does when one arrives; a read never
     does. Cheap when there are none: one indexed lookup."""
@@ -409,7 +409,7 @@ def _rank(vault: Any, rel: str) -> tuple[int, int, str]:
     return (STATUS_RANK.get(status, len(STATUS_RANK)) if status else len(STATUS_RANK), len(rel), rel)
 
 
-def duplicate_groups(store: Memories) -> dict[str, list[str]]:
+def duplicate_groups(store: MemoryCore) -> dict[str, list[str]]:
     """Memory id -> its paths, survivor first, for every id held by more than one memory note."""
     groups: dict[str, list[str]] = {}
     for mid, path in store.index.db.execute(
@@ -419,7 +419,7 @@ def duplicate_groups(store: Memories) -> dict[str, list[str]]:
     return {mid: sorted(paths, key=lambda rel: _rank(store.vault, rel)) for mid, paths in sorted(groups.items())}
 
 
-def resolve_duplicates(store: Memories, apply: bool = False, ancestor: Any = None,
+def resolve_duplicates(store: MemoryCore, apply: bool = False, ancestor: Any = None,
                        remove: str = "trash") -> list[dict[str, Any]]:
     """One memory found in two places (promoted on one device, archived on another; copied by
     a sync tool) becomes one note: the copy in the more lasting folder survives (`_rank`), the
@@ -439,7 +439,7 @@ def resolve_duplicates(store: Memories, apply: bool = False, ancestor: Any = Non
     return found
 
 
-def _merge_away(store: Memories, keep: str, other: str, base: str | None, item: dict[str, Any], apply: bool,
+def _merge_away(store: MemoryCore, keep: str, other: str, base: str | None, item: dict[str, Any], apply: bool,
                 remove: str) -> dict[str, Any] | None:
     """Merge note `other` into `keep` (against `base`, or none); with apply write it by
     compare-and-swap (an edit that lands meanwhile is never overwritten), then remove `other`
@@ -509,7 +509,7 @@ def _identity(root: Path) -> dict[str, str]:
             "GIT_COMMITTER_NAME": "vaultmem", "GIT_COMMITTER_EMAIL": f"vaultmem@{host}"}
 
 
-def _shared_paths(store: Memories, everything: bool, top: Path) -> list[str]:
+def _shared_paths(store: MemoryCore, everything: bool, top: Path) -> list[str]:
     """What `vaultmem sync` commits: vaultmem's own folders and settings (and the repository's
     `.gitattributes`, wherever the vault sits in it), or the whole vault."""
     attributes = Path(os.path.relpath(top / ".gitattributes", store.vault.root)).as_posix()
@@ -520,7 +520,7 @@ def _shared_paths(store: Memories, everything: bool, top: Path) -> list[str]:
     return [rel for rel in tops if (store.vault.root / rel).exists()]
 
 
-def update_gitignore(store: Memories) -> bool:
+def update_gitignore(store: MemoryCore) -> bool:
     """Bring an older `.vaultmem/.gitignore` vaultmem wrote up to date (one the person
     changed is left alone). True when it was rewritten."""
     from vaultmem.storage.vault import GITIGNORE
@@ -536,7 +536,7 @@ def update_gitignore(store: Memories) -> bool:
     return True
 
 
-def git_sync(store: Memories, executable: str, *, push: bool = True, everything: bool = False,
+def git_sync(store: MemoryCore, executable: str, *, push: bool = True, everything: bool = False,
              message: str | None = None) -> dict[str, Any]:
     """`vaultmem sync`: commit this device's changes, pull (git merges memory notes with the
     driver), settle what git leaves to vaultmem (a memory moved on both devices; a memory
@@ -619,7 +619,7 @@ def git_sync(store: Memories, executable: str, *, push: bool = True, everything:
     return _finish(store, result)
 
 
-def _commit(store: Memories, root: Path, env: Mapping[str, str], result: dict[str, Any],
+def _commit(store: MemoryCore, root: Path, env: Mapping[str, str], result: dict[str, Any],
             paths: list[str], message: str | None) -> None:
     added = _run_git(root, "add", "-A", "--", *paths)
     if added.returncode != 0:
@@ -635,7 +635,7 @@ def _commit(store: Memories, root: Path, env: Mapping[str, str], result: dict[st
     result["committed"] = _run_git(root, "rev-parse", "HEAD").stdout.strip()
 
 
-def _settle_merge(store: Memories, root: Path, env: Mapping[str, str], result: dict[str, Any]) -> None:
+def _settle_merge(store: MemoryCore, root: Path, env: Mapping[str, str], result: dict[str, Any]) -> None:
     """The merge git stopped: memory notes it could not finish are vaultmem's to settle (a
     memory moved on both devices: both copies are kept for `_settle_duplicates`; touched here,
     moved or removed there: the touched copy is kept); anything else is the person's."""
@@ -684,7 +684,7 @@ def _link_forms(rel: str) -> list[str]:
     return list(dict.fromkeys(form for path in (rel, stem) for form in (path, path.replace(" ", "%20"), quote(path))))
 
 
-def _merge_relinked(store: Memories, root: Path, rel: str, moved: Mapping[str, str]) -> bool:
+def _merge_relinked(store: MemoryCore, root: Path, rel: str, moved: Mapping[str, str]) -> bool:
     """A note of the person's that git could not merge because each device re-pointed its
     links at its own copy of one memory (`[[memory/ltm/x]]` here, `[[memory/archive/x]]`
     there): with every link to a merged-away copy pointed at the surviving one, the two
@@ -734,7 +734,7 @@ def _ancestor_in(root: Path, rev: str) -> Any:
     return find
 
 
-def _settle_duplicates(store: Memories, root: Path, env: Mapping[str, str], base: str) -> list[dict[str, Any]]:
+def _settle_duplicates(store: MemoryCore, root: Path, env: Mapping[str, str], base: str) -> list[dict[str, Any]]:
     merged = resolve_duplicates(store, apply=True, ancestor=_ancestor_in(root, base) if base else None,
                                 remove="delete")
     if not merged:
@@ -760,7 +760,7 @@ def _stopped(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _finish(store: Memories, result: dict[str, Any]) -> dict[str, Any]:
+def _finish(store: MemoryCore, result: dict[str, Any]) -> dict[str, Any]:
     store.sync()
     result.setdefault("message", "in sync")
     return result

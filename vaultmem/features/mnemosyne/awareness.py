@@ -15,8 +15,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput
-from vaultmem.core.memories import Memories
 from vaultmem.core.model import visible_to
+from vaultmem.core.port import MemoryCore
 from vaultmem.features.mnemosyne import recall as R
 from vaultmem.storage.index import iso
 from vaultmem.storage.links import JSON_VALUES
@@ -39,12 +39,12 @@ def _check_agent(agent: str, what: str = "agent") -> str:
     return agent
 
 
-def _live(store: Memories, viewer: str | None) -> list[Record]:
+def _live(store: MemoryCore, viewer: str | None) -> list[Record]:
     rows = store.index.records("kind = 'memory' AND status IN ('active', 'promoted', 'archived')")
     return [r for r in rows if visible_to(r, viewer)]
 
 
-def _knowledge(store: Memories, agent: str, topic: str, limit: int, viewer: str | None) -> list[dict[str, Any]]:
+def _knowledge(store: MemoryCore, agent: str, topic: str, limit: int, viewer: str | None) -> list[dict[str, Any]]:
     found = R.recall(store, topic, limit=limit, min_score=0.0, agent=viewer, only_agent=agent,
                      record_access=False, remember=False)
     return [{"id": r["id"], "text": r["text"], "confidenceTag": r["confidenceTag"], "memoryType": r["memoryType"],
@@ -57,7 +57,7 @@ def _prop(name: str) -> str:
     return f"CASE WHEN json_valid(props) THEN json_extract(props, '$.{name}') END"
 
 
-def profile(store: Memories, agent: str, viewer: str | None = None) -> dict[str, Any]:
+def profile(store: MemoryCore, agent: str, viewer: str | None = None) -> dict[str, Any]:
     """The seed's knowledgeProfile plus per-domain/type counts and shares (one catalog query)."""
     agent = _check_agent(agent)
     store.sync()
@@ -91,7 +91,7 @@ def profile(store: Memories, agent: str, viewer: str | None = None) -> dict[str,
     }
 
 
-def toma(store: Memories, agent: str, topic: str, limit: int = 5, viewer: str | None = None) -> dict[str, Any]:
+def toma(store: MemoryCore, agent: str, topic: str, limit: int = 5, viewer: str | None = None) -> dict[str, Any]:
     """The seed's TomaResult: what `agent` knows about `topic`, and its knowledge profile."""
     agent = _check_agent(agent, "agentId")
     if not 1 <= limit <= R.MAX_LIMIT:
@@ -103,7 +103,7 @@ def toma(store: Memories, agent: str, topic: str, limit: int = 5, viewer: str | 
             "knowledgeProfile": {k: prof[k] for k in keep}}
 
 
-def knowledge_gap(store: Memories, agent_a: str, agent_b: str, topic: str,
+def knowledge_gap(store: MemoryCore, agent_a: str, agent_b: str, topic: str,
                   viewer: str | None = None) -> dict[str, Any]:
     """What A knows about a topic that B does not, the reverse, and what both hold."""
     agent_a, agent_b = _check_agent(agent_a), _check_agent(agent_b)
@@ -121,7 +121,7 @@ def knowledge_gap(store: Memories, agent_a: str, agent_b: str, topic: str,
     }
 
 
-def synthesize(store: Memories, topic: str) -> dict[str, Any]:
+def synthesize(store: MemoryCore, topic: str) -> dict[str, Any]:
     """Cluster public memories on a topic by meaning; facts held by >= 3 agents become Mesh Facts."""
     found = R.recall(store, topic, limit=R.MAX_LIMIT, min_score=0.0, agent=None,
                      record_access=False, remember=False)
@@ -166,7 +166,7 @@ def synthesize(store: Memories, topic: str) -> dict[str, Any]:
     }
 
 
-def count(store: Memories) -> dict[str, Any]:
+def count(store: MemoryCore) -> dict[str, Any]:
     """Memories by folder and by type, plus shared/private, skills and forgotten ones."""
     store.sync()
     s = store.settings
@@ -203,7 +203,7 @@ def steps_in(text: str) -> int:
     return max(1, len(_STEP.findall(text)))
 
 
-def skills(store: Memories, query: str | None = None, limit: int = 20,
+def skills(store: MemoryCore, query: str | None = None, limit: int = 20,
            viewer: str | None = None) -> dict[str, Any]:
     """Procedural memories: the newest, or the best matches for a query."""
     if not 1 <= limit <= R.MAX_LIMIT:

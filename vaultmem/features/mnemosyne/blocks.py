@@ -24,7 +24,7 @@ from vaultmem.base.errors import (
     VaultmemError,
 )
 from vaultmem.base.timeutil import format_time, parse_time
-from vaultmem.core.memories import Memories
+from vaultmem.core.port import MemoryCore
 from vaultmem.storage import note as notes
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -48,7 +48,7 @@ def check_name(name: str) -> str:
     return name
 
 
-def _case_clash(store: Memories, rel: str) -> None:
+def _case_clash(store: MemoryCore, rel: str) -> None:
     """A new block whose file differs only in case from an existing one: refused (one file on
     macOS and Windows), naming the existing block."""
     other = portable.case_variant(store.vault.abs(rel))
@@ -61,7 +61,7 @@ def _case_clash(store: Memories, rel: str) -> None:
 FILE_PREFIX = "block-"  # `block-persona.md`: a name no daily note, template or note of the person takes
 
 
-def _rel(store: Memories, name: str) -> str:
+def _rel(store: MemoryCore, name: str) -> str:
     """The block's note: `memory/blocks/block-<name>.md`; a block written before the prefix
     (`memory/blocks/<name>.md`) keeps its file."""
     folder = store.settings.blocks_dir.strip("/")
@@ -79,7 +79,7 @@ def _name_of(rec: Any) -> str:
     return stem.removeprefix(FILE_PREFIX)
 
 
-def _read(store: Memories, rel: str) -> tuple[str, dict[str, Any], str] | None:
+def _read(store: MemoryCore, rel: str) -> tuple[str, dict[str, Any], str] | None:
     """(text, properties, body) of a block note on disk, or None when it does not exist."""
     path = store.vault.abs(rel)
     try:
@@ -98,7 +98,7 @@ def _version(props: dict[str, Any]) -> int:
     return int(notes.as_number(props.get("version"), 0))
 
 
-def get(store: Memories, name: str) -> dict[str, Any] | None:
+def get(store: MemoryCore, name: str) -> dict[str, Any] | None:
     """The seed's BlockGetResult (content, version, lastWriter, updatedAt), or None."""
     store.vault.require()
     name = check_name(name)
@@ -117,7 +117,7 @@ def get(store: Memories, name: str) -> dict[str, Any] | None:
     }
 
 
-def set_(store: Memories, name: str, content: str, *, agent: str | None = None,
+def set_(store: MemoryCore, name: str, content: str, *, agent: str | None = None,
          expected_version: int | None = None, _between: Any = None) -> dict[str, Any]:
     """Write a block; the seed's BlockSetResult (version, id) plus name and path.
 
@@ -189,7 +189,7 @@ def _conflict(name: str, expected: int, actual: int) -> ConflictError:
     )
 
 
-def list_(store: Memories) -> list[dict[str, Any]]:
+def list_(store: MemoryCore) -> list[dict[str, Any]]:
     """Every block, by name: name, version, lastWriter, updatedAt, size."""
     store.sync()
     result = []

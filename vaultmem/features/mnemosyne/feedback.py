@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput, NotFound
 from vaultmem.base.timeutil import format_time
-from vaultmem.core.memories import Memories
+from vaultmem.core.port import MemoryCore
 
 if TYPE_CHECKING:
     from vaultmem.storage.record import Record
@@ -32,12 +32,12 @@ REVIEW_MIN_HITS = 5
 STATE_DIR = "state"
 
 
-def _state_path(store: Memories, agent: str | None) -> Any:
+def _state_path(store: MemoryCore, agent: str | None) -> Any:
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", agent or "") or "_default"
     return store.vault.derived_dir / STATE_DIR / f"last_recall-{name}.json"
 
 
-def remember_recall(store: Memories, ids: Sequence[str], query: str, agent: str | None) -> None:
+def remember_recall(store: MemoryCore, ids: Sequence[str], query: str, agent: str | None) -> None:
     """Persist the ids a recall returned, as the default target of the next feedback."""
     path = _state_path(store, agent)
     from vaultmem.base import secrets
@@ -46,7 +46,7 @@ def remember_recall(store: Memories, ids: Sequence[str], query: str, agent: str 
     store.vault.write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
 
 
-def last_recall(store: Memories, agent: str | None) -> dict[str, Any] | None:
+def last_recall(store: MemoryCore, agent: str | None) -> dict[str, Any] | None:
     path = _state_path(store, agent)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -73,7 +73,7 @@ def _count(rec: Record, key: str) -> int:
     return max(0, int(as_number(rec.props.get(key), 0)))
 
 
-def apply(store: Memories, signal: str, memory_id: str | None = None,
+def apply(store: MemoryCore, signal: str, memory_id: str | None = None,
           agent: str | None = None) -> dict[str, Any]:
     """The seed's FeedbackResult (updated, promoted) plus flagged and the ids touched."""
     if signal not in SIGNALS:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from vaultmem.base.errors import InvalidInput, NotFound
-from vaultmem.core.memories import Memories
 from vaultmem.core.model import visible_to
+from vaultmem.core.port import MemoryCore
 from vaultmem.features.mnemosyne.recall import _plain, term_cosine
 
 AUTO_DELETE_SIMILARITY = 0.9
@@ -25,7 +25,7 @@ CANDIDATE_POOL = 50
 CANDIDATES_MESSAGE = "Multiple matches found. Specify memoryId to forget."
 
 
-def forget(store: Memories, memory_id: str | None = None, query: str | None = None,
+def forget(store: MemoryCore, memory_id: str | None = None, query: str | None = None,
            agent: str | None = None) -> dict[str, Any]:
     """ForgetConfirmation {status: deleted, id, text} or ForgetCandidates {status: candidates, ...}."""
     if not (memory_id or "").strip() and not (query or "").strip():
@@ -59,13 +59,13 @@ def forget(store: Memories, memory_id: str | None = None, query: str | None = No
     return {"status": "candidates", "matches": matches, "message": message}
 
 
-def _delete(store: Memories, rec: Any) -> dict[str, Any]:
+def _delete(store: MemoryCore, rec: Any) -> dict[str, Any]:
     now = store.now()
     store.modify(rec, lambda _cur: {"deleted": True, "deleted_at": now})
     return {"status": "deleted", "id": rec.id, "text": rec.content, "path": rec.path}
 
 
-def restore(store: Memories, memory_id: str) -> dict[str, Any]:
+def restore(store: MemoryCore, memory_id: str) -> dict[str, Any]:
     """Undo a forget: the memory is searchable again."""
     store.sync()
     rec = store.resolve(memory_id)

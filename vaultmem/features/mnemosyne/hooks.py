@@ -21,7 +21,7 @@ from typing import Any
 
 from vaultmem.base.errors import InvalidInput, NotFound
 from vaultmem.base.timeutil import format_time
-from vaultmem.core.memories import Memories
+from vaultmem.core.port import MemoryCore
 from vaultmem.features.mnemosyne import recall as R
 from vaultmem.storage import note as notes
 
@@ -98,14 +98,14 @@ def _element(r: dict[str, Any]) -> str:
     return f"<memory {attrs}>{escape(r['text'])}</memory>"
 
 
-def last_snapshot(store: Memories, agent: str | None) -> Any:
+def last_snapshot(store: MemoryCore, agent: str | None) -> Any:
     sessions = store.index.records("kind = 'session'")
     mine = [r for r in sessions if (r.agent or None) == (agent or None)]
     mine.sort(key=lambda r: (r.created or 0, r.path))
     return mine[-1] if mine else None
 
 
-def context(store: Memories, prompt: str | None, agent: str | None) -> dict[str, Any]:
+def context(store: MemoryCore, prompt: str | None, agent: str | None) -> dict[str, Any]:
     """The before_agent_start context block and what went into it."""
     prompt = (prompt or "").strip()
     if len(prompt) > 20_000:
@@ -228,7 +228,7 @@ def parse_transcript(raw: str) -> tuple[list[tuple[str, str]], dict[str, Any]]:
     return turns, info
 
 
-def read_transcript(store: Memories, raw: str, follow_path: bool = False
+def read_transcript(store: MemoryCore, raw: str, follow_path: bool = False
                     ) -> tuple[list[tuple[str, str]], dict[str, Any]]:
     """A transcript, or (with `follow_path`, the CLI's hook mode) a Claude Code hook's stdin
     JSON pointing at one (`transcript_path`) inside the vault or a folder of `transcript_dirs`.
@@ -252,7 +252,7 @@ def read_transcript(store: Memories, raw: str, follow_path: bool = False
     return parse_transcript(raw[:MAX_TRANSCRIPT_CHARS])
 
 
-def _read_allowed(store: Memories, name: str) -> str:
+def _read_allowed(store: MemoryCore, name: str) -> str:
     """The text of a transcript file inside the vault or an allowed transcript folder."""
     import os
     from pathlib import Path
@@ -316,7 +316,7 @@ def implicit_feedback(turns: list[tuple[str, str]]) -> str | None:
     return None
 
 
-def capture(store: Memories, raw: str, agent: str | None, follow_path: bool = False) -> dict[str, Any]:
+def capture(store: MemoryCore, raw: str, agent: str | None, follow_path: bool = False) -> dict[str, Any]:
     """agent_end: snapshot note, auto-captured memories, implicit feedback."""
     from vaultmem.features.mnemosyne import feedback, ingest
 

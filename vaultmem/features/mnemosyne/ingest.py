@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.errors import InvalidInput, SecretBlocked
 from vaultmem.base.timeutil import format_time, parse_time
-from vaultmem.core.memories import Memories
 from vaultmem.core.model import MEMORY_TYPES, visible_to
+from vaultmem.core.port import MemoryCore
 from vaultmem.features.mnemosyne import recall as R
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ CANDIDATE_POOL = 50
 LINK_PROPERTY = "related"
 
 
-def _similar(store: Memories, text: str, agent: str | None) -> list[tuple[float, Record]]:
+def _similar(store: MemoryCore, text: str, agent: str | None) -> list[tuple[float, Record]]:
     """Live memories visible to the agent, by word-set cosine to `text`, best first."""
     plain = R._plain(text)
     if not plain:
@@ -51,7 +51,7 @@ def _link(rec: Record) -> str:
     return f"[[{rec.path.rsplit('/', 1)[-1][:-3]}]]"
 
 
-def store_memory(store: Memories, text: str, *, importance: float | None = None, category: str | None = None,
+def store_memory(store: MemoryCore, text: str, *, importance: float | None = None, category: str | None = None,
                  event_time: str | None = None, agent: str | None = None, private: bool = False,
                  source: str | None = None, captured: bool = False) -> dict[str, Any]:
     """The seed's StoreResult (status, id, linkedCount, classification, memoryType, entities,

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.base.timeutil import days_between, format_time, parse_time
-from vaultmem.core.memories import Memories
 from vaultmem.core.model import visible_to
+from vaultmem.core.port import MemoryCore
 from vaultmem.storage import note as notes
 from vaultmem.storage.links import JSON_VALUES
 
@@ -293,7 +293,7 @@ RELATION_PHRASES = {"causes": "leads to", "leads_to": "leads to", "supports": "s
                     "related_to": "related to", "has_decision": "decided", "consolidated_from": "consolidated from"}
 
 
-def _edges_from(store: Memories, paths: Sequence[str]) -> list[tuple[str, str, str]]:
+def _edges_from(store: MemoryCore, paths: Sequence[str]) -> list[tuple[str, str, str]]:
     """(src, type, dst) of resolved links leaving or entering `paths`, between live memories."""
     if not paths:
         return []
@@ -344,7 +344,7 @@ def reasoning_chain(start: str, outgoing: Mapping[str, list[tuple[str, str]]], t
     return " -> ".join(parts)
 
 
-def enrich_with_graph(store: Memories, results: list[dict[str, Any]]) -> None:
+def enrich_with_graph(store: MemoryCore, results: list[dict[str, Any]]) -> None:
     """Set linkedMemories, reasoningChain (typed links, depth 2) and graphContext in place."""
     paths = [r["path"] for r in results]
     first = _edges_from(store, paths)
@@ -388,7 +388,7 @@ def event_time_of(rec: Record, naive_zone: dt.tzinfo | None = dt.timezone.utc) -
     return format_time(rec.created_dt) if rec.created_dt else None
 
 
-def recall(store: Memories, query: str, *, limit: int = 5, min_score: float = 0.3,
+def recall(store: MemoryCore, query: str, *, limit: int = 5, min_score: float = 0.3,
            agent: str | None = None, only_agent: str | None = None, record_access: bool = True,
            types: Iterable[str] | None = None, remember: bool = True) -> dict[str, Any]:
     """Mnemosyne's memory_recall: ranked memories with scores, confidence tags, decay status.
@@ -491,7 +491,7 @@ _AGENT_QUERY = re.compile(
     re.I)
 
 
-def agent_query(store: Memories, query: str) -> tuple[str, str] | None:
+def agent_query(store: MemoryCore, query: str) -> tuple[str, str] | None:
     """(agent, topic) when a query asks what a known agent knows ("what does the devops agent know about X")."""
     m = _AGENT_QUERY.search(query)
     if not m:

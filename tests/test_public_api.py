@@ -20,12 +20,9 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / "vaultmem"
+from test_layers import sources  # every module's source by its dotted name
 
 # `module.name` uses that start with `_` and are the documented public API of the module, with why.
 ALLOWED = {
@@ -39,18 +36,6 @@ ALLOWED = {
 def private(name: str) -> bool:
     """A name a library keeps to itself: a leading underscore, not a dunder, not `_` alone."""
     return name.startswith("_") and name != "_" and not (name.startswith("__") and name.endswith("__"))
-
-
-def module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def sources() -> dict[str, str]:
-    return {module_name(p): p.read_text(encoding="utf-8") for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 @functools.cache

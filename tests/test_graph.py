@@ -425,7 +425,8 @@ def test_doctor_finds_every_kind_of_problem(sample_runner, sample_vault):
     data = json.loads(result.output)
     # the conflicted copy is indexed as kind "conflict", not as a second memory with the same id
     assert data["counts"] == {"broken_links": 1, "duplicate_ids": 0, "duplicate_names": 1, "malformed_notes": 1,
-                              "conflict_copies": 3, "credentials": 0, "dashboard": 0, "canvas_cards": 0}
+                              "conflict_copies": 3, "conflict_markers": 0, "unclear_private": 0, "credentials": 0,
+                              "dashboard": 0, "canvas_cards": 0}
     messages = [p["message"] for p in data["problems"]]
     assert messages == [
         "Daily/apollo.md:1: [[Nowhere]] points to no note; fix the link or restore the note",

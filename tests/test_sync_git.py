@@ -347,6 +347,12 @@ def test_a_clash_stops_the_sync_pushes_nothing_and_the_next_sync_finishes(runner
     assert git(desktop, "ls-remote", "origin", "main").split()[0] == pushed_before
     text = (desktop / rel).read_text()
     assert "<<<<<<< ours\nDeploys go out on Thursdays\n=======\nDeploys go out on Wednesdays\n>>>>>>> theirs\n" in text
+    # doctor names the note; search never shows a marker line as the memory's title
+    doctor = json.loads(vm(runner, desktop, "doctor", "--json", code=1).stdout)
+    line = text.splitlines().index("<<<<<<< ours") + 1
+    assert [(p["path"], p["line"]) for p in doctor["problems"] if p["check"] == "conflict_markers"] == [(rel, line)]
+    found = vm(runner, desktop, "search", "deploys").output
+    assert found.splitlines()[0].endswith("] Deploys go out on Thursdays")
     # the person settles it in Obsidian (no `git add`): the next sync finishes the merge
     (desktop / rel).write_text(text.replace(
         "<<<<<<< ours\nDeploys go out on Thursdays\n=======\nDeploys go out on Wednesdays\n>>>>>>> theirs\n",

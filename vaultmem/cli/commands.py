@@ -39,6 +39,7 @@ from vaultmem.core.model import (
     MEMORY_TYPES,
     STATUS_FILTERS,
     UnifiedQuery,
+    headline,
 )
 from vaultmem.text import format_unified
 
@@ -210,7 +211,7 @@ def search(query: str, top_k: int, tags: tuple[str, ...], window_days: float | N
         click.echo("No memories found.")
         return
     for n, item in enumerate(result["results"], 1):
-        first_line = item["content"].splitlines()[0] if item["content"] else ""
+        first_line = headline(item["content"] or "")
         if len(first_line) > 100:
             first_line = first_line[:99] + "…"
         mark = " (review)" if item.get("review_candidate") else ""
@@ -432,7 +433,7 @@ def graph(status: str | None, page: int, page_size: int, all_relations: bool, ca
                f"avg score {st['avg_score']:.4f} · avg use {st['avg_use_count']:g} · "
                f"page {pg['page']}/{pg['total_pages']}")
     for memory in result["memories"]:
-        first = memory["content"].splitlines()[0] if memory["content"] else ""
+        first = headline(memory["content"] or "")
         click.echo(f"  [{memory['score']:.2f}] {memory['id'][:8]}  {first[:90]}")
     if result["relations"]:
         click.echo("relations:")

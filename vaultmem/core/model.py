@@ -171,10 +171,27 @@ def paginate(items: Sequence[Any], page: int | None, page_size: int | None,
     }
 
 
+CONFLICT_MARKS = ("<<<<<<< ", "=======", ">>>>>>> ")
+
+
+def headline(content: str) -> str:
+    """A memory's first line as a result shows it: the first line that is not one of git's
+    conflict markers (a clash a sync kept is never shown as a memory's title)."""
+    for line in content.splitlines():
+        if line.strip() and not line.startswith(CONFLICT_MARKS):
+            return line
+    return ""
+
+
 def visible_to(rec: Record, agent: str | None) -> bool:
-    """A private memory (`private: true`) is visible to its own agent only; the rest to all.
+    """A private memory (`private: true`, or yes/on/1, or any value not clearly no: it fails
+    closed, `storage.record.private_flag`) is visible to its own agent only; the rest to all.
     No agent (None): the person, who sees every memory. `storage.index.visible_sql` is this
     rule over the catalog."""
-    if agent is None or rec.props.get("private") is not True:
+    if agent is None:
+        return True
+    from vaultmem.storage.record import is_private  # not at import: the CLI's start reads this module
+
+    if not is_private(rec.props.get("private")):
         return True
     return rec.agent == agent

@@ -24,7 +24,7 @@ from vaultmem.core.model import CLUSTER_THRESHOLD, COHESION_THRESHOLD, DUPLICATE
 from vaultmem.core.port import MemoryCore
 from vaultmem.features import graph, lifecycle
 from vaultmem.storage import note as notes
-from vaultmem.storage.record import Record
+from vaultmem.storage.record import Record, is_private
 
 Vector = dict[str, float]
 Embedder = Callable[[Sequence[Record]], Sequence[Sequence[float]]]
@@ -178,7 +178,7 @@ def active_records(store: MemoryCore) -> list[Record]:
 
 def owner(rec: Record) -> str | None:
     """Whose memory this is for merging: a private memory's agent; None for a shared one."""
-    return rec.agent if rec.props.get("private") is True else None
+    return rec.agent if is_private(rec.props.get("private")) else None
 
 
 def find_clusters(records: Sequence[Record], threshold: float = CLUSTER_THRESHOLD, max_cluster_size: int = MAX_CLUSTER_SIZE,
@@ -428,7 +428,7 @@ def merge_plan(records: Sequence[Record], cohesion: float) -> dict[str, Any]:
         "use_count": sum(r.use_count for r in ordered),
         "memory_type": types.most_common(1)[0][0] if types else None,
         # the merged note keeps its sources' owner: private stays private, to the same agent
-        "private": any(r.props.get("private") is True for r in ordered),
+        "private": any(is_private(r.props.get("private")) for r in ordered),
         "agent": ordered[0].agent if len({r.agent for r in ordered}) == 1 else None,
         "sources": ordered,
     }

@@ -13,12 +13,14 @@ from typing import Any
 
 from vaultmem.core.port import MemoryCore
 from vaultmem.features.graph import Catalog, unresolved
+from vaultmem.storage.record import private_flag
 from vaultmem.storage.vault import CONFLICT_COPY
 
 Problem = dict[str, Any]
 Check = Callable[[MemoryCore, Catalog], list[Problem]]
 
 _CONFLICT_COPY = CONFLICT_COPY
+_MARKER = re.compile(r"(?m)^<<<<<<< .*\r?\n(?:.*\r?\n)*?=======\r?$")
 _NUMBERED_COPY = re.compile(r"^(?P<base>.+) (?P<n>[2-9]|[1-9]\d+)\.md$")
 
 
@@ -102,6 +104,39 @@ def credentials(store: MemoryCore, cat: Catalog) -> list[Problem]:
     return problems
 
 
+def conflict_markers(store: MemoryCore, cat: Catalog) -> list[Problem]:
+    """Notes in vaultmem's folders that still hold a clash a sync kept between git's markers."""
+    problems = []
+    for (path,) in cat.db.execute("SELECT path FROM notes ORDER BY path").fetchall():
+        if not store.vault.owns(path):
+            continue
+        try:
+            text = store.vault.abs(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = _MARKER.search(text)
+        if found is not None:
+            line = text.count("\n", 0, found.start()) + 1
+            problems.append({"check": "conflict_markers", "path": path, "line": line,
+                             "message": f"{path}:{line}: a sync kept a clash between conflict markers; keep the "
+                                        "text you want, delete the <<<<<<< ======= >>>>>>> lines, then "
+                                        "`vaultmem sync`"})
+    return problems
+
+
+def unclear_private(store: MemoryCore, cat: Catalog) -> list[Problem]:
+    """Memories whose `private` is neither clearly yes nor no: they are kept private (privacy
+    fails closed), and the person is told so."""
+    problems = []
+    for rec in store.index.records("kind = 'memory' AND json_type(props, '$.private') IS NOT NULL ORDER BY path"):
+        value = rec.props.get("private")
+        if not private_flag(value)[1]:
+            problems.append({"check": "unclear_private", "path": rec.path, "value": value,
+                             "message": f"{rec.path}: private: {value!r} is neither yes nor no, so the memory is "
+                                        "kept private; write private: true or private: false"})
+    return problems
+
+
 def canvas_cards(store: MemoryCore, cat: Catalog) -> list[Problem]:
     """Canvas file cards that show a file the vault does not have (deleted, or moved by hand
     without Obsidian), and canvases Obsidian cannot open (not JSON Canvas)."""
@@ -144,6 +179,8 @@ CHECKS: list[tuple[str, Check]] = [
     ("duplicate_names", duplicate_names),
     ("malformed_notes", malformed_notes),
     ("conflict_copies", conflict_copies),
+    ("conflict_markers", conflict_markers),
+    ("unclear_private", unclear_private),
     ("credentials", credentials),
     ("dashboard", dashboard),
     ("canvas_cards", canvas_cards),

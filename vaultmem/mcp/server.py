@@ -30,7 +30,10 @@ from typing import Any
 
 from vaultmem import __version__
 from vaultmem.base.errors import InvalidInput, NotFound, VaultmemError
-from vaultmem.core.model import paginate  # noqa: F401  (re-exported for tests)
+from vaultmem.core.model import (
+    headline,
+    paginate,  # noqa: F401  (re-exported for tests)
+)
 from vaultmem.mcp import mnemosyne, tools
 from vaultmem.mcp.bridge import Bridge, open_bridge
 from vaultmem.mcp.registry import (  # noqa: F401  (re-exported for tests and embedders)
@@ -273,7 +276,7 @@ def build_server(store: MemoryStore, *, read_only: bool = False, bridge: Bridge 
             found = await active.run(lambda: active.store.search(None, top_k=RESOURCE_LIST_LIMIT))
             return [
                 Resource(uri=f"{URI_PREFIX}{m['id']}", name=m["path"].rsplit("/", 1)[-1][:-3],
-                         description=(m["content"].splitlines() or [""])[0][:120], mime_type="text/markdown")
+                         description=headline(m["content"])[:120], mime_type="text/markdown")
                 for m in found["results"]
             ]
 

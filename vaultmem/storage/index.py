@@ -35,7 +35,7 @@ from vaultmem.storage import note as notes
 from vaultmem.storage.fulltext import engine
 from vaultmem.storage.fulltext.engine import SEARCH_FIELDS
 from vaultmem.storage.fulltext.search import TextSearch
-from vaultmem.storage.record import COLUMNS, Record, props_of
+from vaultmem.storage.record import COLUMNS, PRIVATE_SQL, Record, props_of
 from vaultmem.storage.vault import Vault, is_conflict_copy
 
 SCHEMA_VERSION = 12  # 3: links + aliases (graph); 4: props field, new analyzer (retrieval); 5: deleted status
@@ -1137,7 +1137,7 @@ def _has_entries(folder: Path) -> bool:
 def visible_sql(viewer: str) -> str:
     """core.model.visible_to as SQL over a notes row, for `viewer` (an agent id): a private
     memory is visible to its own agent only. `tests/test_privacy.py` checks the two agree."""
-    return f"(agent = {_quote(viewer)} OR json_type(props, '$.private') IS NOT 'true')"
+    return f"(agent = {_quote(viewer)} OR NOT {PRIVATE_SQL})"
 
 
 def _quote(text: str) -> str:

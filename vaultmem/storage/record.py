@@ -130,3 +130,39 @@ def _json_default(value: Any) -> Any:
 # values per note. These are those calls' encoders, made once (the same text).
 _to_json = json.JSONEncoder(ensure_ascii=False).encode
 _props_json = json.JSONEncoder(ensure_ascii=False, default=_json_default, allow_nan=False).encode
+
+
+# `private:` as a person may write it. Privacy fails closed: any yes makes a memory private, and
+# so does a value that is neither clearly yes nor no (doctor names those notes).
+PRIVATE_NO = frozenset({"false", "no", "off", "0", "n", ""})
+PRIVATE_YES = frozenset({"true", "yes", "on", "1", "y"})
+
+
+def private_flag(value: Any) -> tuple[bool, bool]:
+    """(private, clear) for a `private` property's value: absent, false, no, off, 0 are not
+    private; true, yes, on, 1 (any case) are; anything else is private but not clear."""
+    if value is None or value is False:
+        return False, True
+    if value is True:
+        return True, True
+    if isinstance(value, (int, float)):
+        return value != 0, value in (0, 1)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        return word not in PRIVATE_NO, word in PRIVATE_NO or word in PRIVATE_YES
+    return True, False
+
+
+def is_private(value: Any) -> bool:
+    return private_flag(value)[0]
+
+
+# private_flag over a catalog row's JSON properties, for SQL (the same rule; tests/test_privacy.py).
+PRIVATE_SQL = (
+    "(CASE WHEN json_type(props, '$.private') IS NULL OR json_type(props, '$.private') IN ('null', 'false') THEN 0"
+    " WHEN json_type(props, '$.private') = 'true' THEN 1"
+    " WHEN json_type(props, '$.private') IN ('integer', 'real') THEN json_extract(props, '$.private') != 0"
+    " WHEN json_type(props, '$.private') = 'text' THEN lower(trim(json_extract(props, '$.private')))"
+    " NOT IN ('false', 'no', 'off', '0', 'n', '')"
+    " ELSE 1 END)"
+)

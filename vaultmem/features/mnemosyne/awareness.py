@@ -20,6 +20,7 @@ from vaultmem.core.port import MemoryCore
 from vaultmem.features.mnemosyne import recall as R
 from vaultmem.storage.index import iso
 from vaultmem.storage.links import JSON_VALUES
+from vaultmem.storage.record import private_flag
 
 if TYPE_CHECKING:
     from vaultmem.storage.record import Record
@@ -66,7 +67,7 @@ def profile(store: MemoryCore, agent: str, viewer: str | None = None) -> dict[st
         " FROM notes WHERE kind = 'memory' AND agent = ? AND status IN ('active', 'promoted', 'archived')",
         (agent,)).fetchall()
     # private: its own agent's (and the person's, viewer None) only
-    mine = [r for r in rows if not (r[3] in (1, True) and viewer is not None and viewer != agent)]
+    mine = [r for r in rows if not (private_flag(r[3])[0] and viewer is not None and viewer != agent)]
     domains = collections.Counter(str(r[1] or "general") for r in mine)
     types = collections.Counter(r[0] or "semantic" for r in mine)
     total = len(mine)
@@ -190,7 +191,7 @@ def count(store: MemoryCore) -> dict[str, Any]:
         mtype = memory_type or "untyped"
         by_type[mtype] += 1
         skills += mtype == "procedural"
-        if is_private in (1, True):
+        if private_flag(is_private)[0]:
             private += 1
         else:
             shared += 1

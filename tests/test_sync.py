@@ -157,6 +157,28 @@ def test_the_next_write_merges_a_waiting_copy_and_a_read_never_does(runner, vaul
     assert not copy.exists() and (vault_path / ".trash" / copy.name).exists()
 
 
+def test_a_file_named_like_a_copy_that_holds_another_memory_is_left_alone(runner, vault_path):
+    """The red team's case: a file named like memory A's conflict copy but holding memory B
+    (another id) was merged into A (markers around both ids) and sent to .trash/."""
+    a = json.loads(invoke(runner, "save", "Deploys go out on Tuesdays", "--json").output)
+    b = json.loads(invoke(runner, "save", "The wifi at the lake house is slow", "--json").output)
+    original = vault_path / a["path"]
+    stranger = original.with_name(f"{original.stem}.sync-conflict-20261125-101500-ABCDEF7.md")
+    (vault_path / b["path"]).rename(stranger)
+    before = {p: p.read_bytes() for p in vault_path.rglob("*.md")}
+    out = invoke(runner, "sync", "copies", "--apply")
+    rel = stranger.relative_to(vault_path).as_posix()
+    assert out.output == (f"left alone: {rel} is named like a copy of {a['path']} but holds another memory "
+                          f"(id {b['memory_id']}); rename it\n")
+    assert {p: p.read_bytes() for p in vault_path.rglob("*.md")} == before
+    invoke(runner, "touch", a["memory_id"][:8])  # a write merges waiting copies: not this one
+    assert stranger.read_bytes() == before[stranger]
+    doctor = json.loads(invoke(runner, "doctor", "--json").output)
+    assert [p["message"] for p in doctor["problems"] if p["check"] == "conflict_copy"] == [
+        f"{rel} is named like a sync-conflict copy of {original.name} but holds another memory "
+        f"(id {b['memory_id']}); rename it so it is kept as its own"]
+
+
 def test_two_bodies_without_an_ancestor_are_both_kept(runner, vault_path):
     saved = json.loads(invoke(runner, "save", "Deploys go out on Tuesdays", "--json").output)
     original = vault_path / saved["path"]

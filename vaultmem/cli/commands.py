@@ -1346,8 +1346,11 @@ def sync_copies(apply: bool, vault: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(result)
         return
-    if not result["copies"] and not result["duplicates"]:
+    if not result["copies"] and not result["duplicates"] and not result["not_copies"]:
         click.echo("No conflict copies of memory notes.")
+    for item in result["not_copies"]:
+        click.echo(f"left alone: {item['copy']} is named like a copy of {item['original']} but holds another "
+                   f"memory (id {item['copy_id']}); rename it")
     for item in result["copies"]:
         clash = "" if item["clean"] else " (a clash is kept between markers)"
         click.echo(f"{item['status']}: {item['copy']} -> {item['original']}{clash}")

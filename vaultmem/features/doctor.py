@@ -13,6 +13,7 @@ from typing import Any
 
 from vaultmem.core.port import MemoryCore
 from vaultmem.features.graph import Catalog, unresolved
+from vaultmem.features.sync import other_memory
 from vaultmem.storage.record import private_flag
 from vaultmem.storage.vault import CONFLICT_COPY
 
@@ -78,10 +79,18 @@ def conflict_copies(store: MemoryCore, cat: Catalog) -> list[Problem]:
             original = _CONFLICT_COPY.sub("", name)
         elif numbered and f"{folder + '/' if folder else ''}{numbered['base']}.md".lower() in lower:
             original = f"{numbered['base']}.md"
-        if original is not None:
+        if original is None:
+            continue
+        ids = dict(cat.db.execute("SELECT path, id FROM notes WHERE path IN (?, ?)",
+                                  (path, f"{folder + '/' if folder else ''}{original}")).fetchall())
+        if len(ids) == 2 and other_memory(ids[path], ids[f"{folder + '/' if folder else ''}{original}"]):
             problems.append({"check": "conflict_copy", "path": path, "original": original,
-                             "message": f"{path} looks like a sync-conflict copy of {original}; "
-                                        "merge what differs into the original and delete the copy"})
+                             "message": f"{path} is named like a sync-conflict copy of {original} but holds "
+                                        f"another memory (id {ids[path]}); rename it so it is kept as its own"})
+            continue
+        problems.append({"check": "conflict_copy", "path": path, "original": original,
+                         "message": f"{path} looks like a sync-conflict copy of {original}; "
+                                    "merge what differs into the original and delete the copy"})
     return problems
 
 

@@ -157,6 +157,33 @@ def test_the_dashboard_follows_the_config_unless_it_is_yours(runner, vault_path)
     assert base.read_text() == mine
 
 
+def test_a_dashboard_the_person_edited_is_kept_in_trash_before_it_is_replaced(runner, vault_path):
+    """The red team's case: `obsidian setup` overwrote a Memories.base the person had edited
+    below vaultmem's first line, keeping nothing."""
+    base = vault_path / "memory/Memories.base"
+    edited = base.read_text().replace('name: "Recent"', 'name: "My recent ones"')
+    base.write_text(edited)
+    (vault_path / ".vaultmem/config.yaml").write_text("decay_model: exponential\n")
+    out = json.loads(invoke(runner, "obsidian", "setup", "--json").output)
+    assert out["base"] == {"path": "memory/Memories.base", "status": "updated", "kept": ".trash/Memories.base"}
+    assert (vault_path / ".trash/Memories.base").read_text() == edited
+    assert "under the exponential model" in base.read_text()
+    (vault_path / ".vaultmem/config.yaml").write_text("decay_model: power_law\n")  # unedited: replaced, none kept
+    assert json.loads(invoke(runner, "obsidian", "setup", "--json").output)["base"] == {
+        "path": "memory/Memories.base", "status": "updated"}
+
+
+def test_a_templates_folder_that_leads_out_of_the_vault_is_refused(runner, vault_path, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (vault_path / "Templates").symlink_to(outside, target_is_directory=True)
+    result = invoke(runner, "obsidian", "setup", "--template")
+    assert result.exit_code == 1
+    assert result.output.endswith("Error: path 'Templates/vaultmem memory.md' leads outside the vault (symlink?); "
+                                  "refusing it\n")
+    assert list(outside.iterdir()) == []
+
+
 # -- the note template ---------------------------------------------------------------------------
 
 

@@ -236,7 +236,22 @@ def base_text(settings: Settings) -> str:
     lines += view("By type", [*([("formula.score", "DESC")] if formulas else []), ("last_used", "DESC")],
                   group="memory_type")
     lines += view("By tag", [("last_used", "DESC")], ["tags"], group="tags")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    # the rest of the file's digest in its first line: an edit by the person shows (write_base)
+    first, rest = text.split("\n", 1)
+    return first.replace(f"({fingerprint})", f"({fingerprint} {_digest(rest)})", 1) + "\n" + rest
+
+
+def _digest(rest: str) -> str:
+    return hashlib.sha256(rest.encode("utf-8")).hexdigest()[:12]
+
+
+def _edited(old: str) -> bool:
+    """Whether a dashboard vaultmem wrote was changed since (its first line's digest no longer
+    matches the rest, or it has none: written before the digest was)."""
+    first, _, rest = old.partition("\n")
+    found = re.match(re.escape(BASE_MARK) + r" \([0-9a-f]{12} (?P<digest>[0-9a-f]{12})\)", first)
+    return found is None or found["digest"] != _digest(rest)
 
 
 def base_path(store: MemoryCore) -> Path:
@@ -247,9 +262,10 @@ def base_path(store: MemoryCore) -> Path:
 
 def write_base(store: MemoryCore, dry_run: bool = False) -> dict[str, Any]:
     """Write or refresh the dashboard. A file without vaultmem's first line is the person's
-    and is left alone. Returns {path, status: created | updated | unchanged | yours}."""
-    path = base_path(store)
-    rel = path.relative_to(store.vault.root).as_posix()
+    and is left alone; one the person edited below that line is kept in .trash/ before it is
+    replaced (`kept`). Returns {path, status: created | updated | unchanged | yours[, kept]}."""
+    rel = base_path(store).relative_to(store.vault.root).as_posix()
+    path = store.vault.abs(rel)  # refuses a path that leads out of the vault
     text = base_text(store.settings)
     try:
         old: str | None = path.read_text(encoding="utf-8")
@@ -259,10 +275,16 @@ def write_base(store: MemoryCore, dry_run: bool = False) -> dict[str, Any]:
         return {"path": rel, "status": "yours"}
     if old == text:
         return {"path": rel, "status": "unchanged"}
+    kept = old is not None and _edited(old)
+    result = {"path": rel, "status": "created" if old is None else "updated"}
     if not dry_run:
+        if kept:
+            result["kept"] = store.vault.trash(rel)  # the person's edits: in .trash/, not lost
         path.parent.mkdir(parents=True, exist_ok=True)
         store.vault.write_text(path, text)
-    return {"path": rel, "status": "created" if old is None else "updated"}
+    elif kept:
+        result["kept"] = ".trash/"
+    return result
 
 
 def base_stale(store: MemoryCore) -> bool:
@@ -300,8 +322,8 @@ def install_template(store: MemoryCore, dry_run: bool = False) -> dict[str, Any]
     folder, origin = template_folder(store.vault.root)
     source = "vaultmem memory.templater.md" if origin == "Templater" else "vaultmem memory.md"
     text = (TEMPLATE_DIR / "obsidian" / source).read_text(encoding="utf-8")
-    path = store.vault.root / folder / "vaultmem memory.md"
-    rel = path.relative_to(store.vault.root).as_posix()
+    rel = f"{folder}/vaultmem memory.md"
+    path = store.vault.abs(rel)  # refuses a templates folder that leads out of the vault (a symlink)
     try:
         old: str | None = path.read_text(encoding="utf-8")
     except FileNotFoundError:

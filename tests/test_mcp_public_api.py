@@ -4,18 +4,12 @@ a module or name that starts with `_`, no `_attribute` of an object it did not m
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "vaultmem"
+from test_layers import PACKAGE
+from test_public_api import _ours as own
+from test_public_api import private
+
 ADAPTER = [PACKAGE / "mcp", PACKAGE / "cli" / "commands.py", PACKAGE / "watcher.py"]
-
-
-def private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")  # dunders are the language's
-
-
-def own(module: str) -> bool:
-    return module == "vaultmem" or module.startswith("vaultmem.")
 
 
 def private_names(source: str) -> list[str]:

@@ -380,24 +380,22 @@ def merge_copies(store: MemoryCore, apply: bool = False) -> dict[str, Any]:
     are left to `vaultmem doctor`."""
     store.sync()
     found: list[dict[str, Any]] = []
+    strangers: list[dict[str, Any]] = []
     ids = dict(store.index.db.execute("SELECT path, id FROM notes").fetchall())
     paths = set(ids)
     for rel in sorted(p for p in paths if is_conflict_copy(p)):
         original = original_of(rel)
         if original is None or original not in paths or not store.vault.owns(original):
             continue
-        if other_memory(ids.get(rel), ids.get(original)):
-            continue  # named like a copy, holding another memory: left alone (doctor reports it)
+        if other_memory(ids.get(rel), ids.get(original)):  # named like a copy, holding another memory
+            strangers.append({"copy": rel, "original": original, "copy_id": ids[rel], "original_id": ids[original]})
+            continue
         item = _merge_away(store, original, rel, None, {"copy": rel, "original": original}, apply, "trash")
         if item is not None:
             found.append(item)
     # one memory in two places (moved on two devices, each move synced): in a git repository
     # `vaultmem sync` settles it with the common ancestor; here there is none
     duplicates = [] if in_git(store.vault.root) else resolve_duplicates(store, apply=apply, remove="trash")
-    strangers = [{"copy": rel, "original": original_of(rel), "copy_id": ids[rel],
-                  "original_id": ids.get(original_of(rel) or "")}
-                 for rel in sorted(p for p in paths if is_conflict_copy(p))
-                 if other_memory(ids.get(rel), ids.get(original_of(rel) or ""))]
     return {"success": True, "applied": apply, "copies": found, "count": len(found), "duplicates": duplicates,
             "not_copies": strangers}
 
